@@ -1,0 +1,81 @@
+// Package config reads the process configuration from the environment, once,
+// in run. Nothing below run reads the environment: everything else receives
+// the values it needs as arguments.
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// DevWebhookSecret is the documented development-only webhook secret. Any real
+// deployment sets WEBHOOK_SECRET; the fakes and the service share this value so
+// the demo works with no configuration.
+const DevWebhookSecret = "whsec_dev_only_do_not_use_in_production"
+
+// Broker names accepted in BROKER.
+const (
+	BrokerPostgres = "postgres"
+	BrokerAMQP     = "amqp"
+	BrokerNATS     = "nats"
+)
+
+// Config is every setting the process reads from its environment.
+type Config struct {
+	DatabaseURL   string // DATABASE_URL
+	Broker        string // BROKER: postgres, amqp or nats
+	AMQPURL       string // AMQP_URL
+	NATSURL       string // NATS_URL
+	HTTPAddr      string // HTTP_ADDR: the API listens here
+	FakesAddr     string // FAKES_ADDR: orderpaid fakes listens here
+	FakesURL      string // FAKES_URL: where api and worker reach the fakes
+	WebhookURL    string // WEBHOOK_URL: where the fake gateway delivers webhooks
+	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks
+
+	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+}
+
+// Variables lists every environment variable Load reads (OTEL_* are read by
+// the OpenTelemetry SDK itself). The compose file test checks against it.
+var Variables = []string{
+	"DATABASE_URL", "BROKER", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
+	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT",
+}
+
+// Load fills a Config from getenv with the documented defaults and validates
+// it. The error names the variable at fault and what to do about it.
+func Load(getenv func(string) string) (Config, error) {
+	cfg := Config{
+		DatabaseURL:   cmp.Or(getenv("DATABASE_URL"), "postgres://postgres@localhost:5432/postgres?sslmode=disable"),
+		Broker:        cmp.Or(getenv("BROKER"), BrokerPostgres),
+		AMQPURL:       cmp.Or(getenv("AMQP_URL"), "amqp://guest:guest@localhost:5672/"),
+		NATSURL:       cmp.Or(getenv("NATS_URL"), "nats://localhost:4222"),
+		HTTPAddr:      cmp.Or(getenv("HTTP_ADDR"), ":8080"),
+		FakesAddr:     cmp.Or(getenv("FAKES_ADDR"), ":8081"),
+		FakesURL:      cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
+		WebhookURL:    cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
+		WebhookSecret: cmp.Or(getenv("WEBHOOK_SECRET"), DevWebhookSecret),
+	}
+	var err error
+	cfg.ShutdownTimeout, err = time.ParseDuration(cmp.Or(getenv("SHUTDOWN_TIMEOUT"), "15s"))
+	if err != nil || cfg.ShutdownTimeout <= 0 {
+		return Config{}, fmt.Errorf("SHUTDOWN_TIMEOUT=%q: want a positive duration such as 15s", getenv("SHUTDOWN_TIMEOUT"))
+	}
+	switch cfg.Broker {
+	case BrokerPostgres, BrokerAMQP, BrokerNATS:
+	default:
+		return Config{}, fmt.Errorf("BROKER=%q: want postgres, amqp or nats", cfg.Broker)
+	}
+	for name, v := range map[string]string{
+		"DATABASE_URL": cfg.DatabaseURL, "AMQP_URL": cfg.AMQPURL, "NATS_URL": cfg.NATSURL,
+		"FAKES_URL": cfg.FakesURL, "WEBHOOK_URL": cfg.WebhookURL,
+	} {
+		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
+			return Config{}, fmt.Errorf("%s: %q is not a URL with a scheme and a host", name, v)
+		}
+	}
+	return cfg, nil
+}
