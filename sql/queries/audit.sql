@@ -1,0 +1,19 @@
+-- name: AuditOrder :one
+-- Executions versus effects for one order. Executions count handler runs;
+-- every effect column counts what was really applied.
+SELECT
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_paid')      AS executions_order_paid,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_confirmed') AS executions_order_confirmed,
+    (SELECT count(*) FROM order_transitions t
+      WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'paid')          AS paid,
+    (SELECT count(*) FROM ledger_entries l
+      WHERE l.order_id = sqlc.arg(order_id)::uuid AND l.entry_type = 'affiliate_commission') AS commission,
+    (SELECT count(*) FROM watermill_outbox o
+      WHERE o.payload ->> 'destination_topic' = 'order_confirmed'
+        AND o.payload -> 'metadata' ->> 'order_id' = sqlc.arg(order_id)::uuid::text) AS confirmation_enqueued,
+    (SELECT count(*) FROM consumer_inbox i
+      WHERE i.order_id = sqlc.arg(order_id)::uuid AND i.consumer = 'order_confirmed') AS confirmation_delivered,
+    (SELECT count(*) FROM notification_log n
+      WHERE n.order_id = sqlc.arg(order_id)::uuid AND NOT n.replayed)                 AS notification_sent;
