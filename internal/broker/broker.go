@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/config"
+)
+
+// Broker is one connection to the configured broker.
+type Broker struct {
+	// Name is postgres, amqp or nats.
+	Name string
+	// Publisher publishes to the broker (the relay's output).
+	Publisher message.Publisher
+
+	newSubscriber func(consumerGroup string) (message.Subscriber, error)
+	ping          func(ctx context.Context) error
+	closers       []func() error
+}
+
+// New connects to the broker named in cfg.Broker.
+func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, error) {
+	switch cfg.Broker {
+	case config.BrokerPostgres:
+		return newPostgres(pool, logger)
+	case config.BrokerAMQP:
+		return newAMQP(ctx, cfg.AMQPURL, logger)
+	case config.BrokerNATS:
+		return newNATS(ctx, cfg.NATSURL, logger)
+	default:
+		return nil, fmt.Errorf("unknown broker %q: want postgres, amqp or nats", cfg.Broker)
+	}
+}
+
+// Subscriber returns a subscriber for one consumer group: every group gets
+// each message once (at least once), members of one group share the work.
+func (b *Broker) Subscriber(consumerGroup string) (message.Subscriber, error) {
+	sub, err := b.newSubscriber(consumerGroup)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe as %s on %s: %w", consumerGroup, b.Name, err)
+	}
+	b.closers = append(b.closers, sub.Close)
+	return sub, nil
+}
+
+// Ping reports whether the broker is reachable now (for /readyz).
+func (b *Broker) Ping(ctx context.Context) error {
+	if err := b.ping(ctx); err != nil {
+		return fmt.Errorf("broker %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// Close closes the publisher, the subscribers and the connection.
+func (b *Broker) Close() error {
+	errs := []error{b.Publisher.Close()}
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	return errors.Join(errs...)
+}

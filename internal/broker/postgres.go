@@ -1,0 +1,41 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// newPostgres uses PostgreSQL itself as the broker: one watermill_<topic>
+// table per topic and one offsets table per topic, keyed by consumer group.
+// Members of one group are serialised by the FOR UPDATE lock on their offset
+// row, so with this broker more replicas add availability, not throughput.
+func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, error) {
+	pub, err := wsql.NewPublisher(wsql.BeginnerFromPgx(pool), wsql.PublisherConfig{
+		SchemaAdapter:        wsql.DefaultPostgreSQLSchema{},
+		AutoInitializeSchema: true,
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("create postgres publisher: %w", err)
+	}
+	return &Broker{
+		Name:      "postgres",
+		Publisher: pub,
+		newSubscriber: func(group string) (message.Subscriber, error) {
+			return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
+				ConsumerGroup:    group,
+				SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: 10},
+				OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
+				PollInterval:     100 * time.Millisecond,
+				ResendInterval:   200 * time.Millisecond,
+				InitializeSchema: true,
+			}, logger)
+		},
+		ping: func(ctx context.Context) error { return pool.Ping(ctx) },
+	}, nil
+}

@@ -1,0 +1,40 @@
+// Package effect names the results of a protection. "Already applied" is a
+// normal, expected outcome of running the same work twice: it is returned as a
+// value, logged, traced and counted, never raised as an error.
+package effect
+
+// Outcome is what a protection reports for one attempt at one effect.
+type Outcome string
+
+// Outcomes.
+const (
+	// Applied: this attempt produced the effect.
+	Applied Outcome = "applied"
+	// AlreadyApplied: the effect existed before this attempt; nothing was done.
+	AlreadyApplied Outcome = "already_applied"
+	// NotApplicable: the effect does not exist for this input (an order with
+	// no affiliate earns no commission).
+	NotApplicable Outcome = "not_applicable"
+)
+
+// Technique names the protection that answered, as traced and counted.
+type Technique string
+
+// Techniques, one per row of the effect table in the README.
+const (
+	StateCheck     Technique = "state_check"
+	LedgerKey      Technique = "unique_ledger_key"
+	Outbox         Technique = "transactional_outbox"
+	Inbox          Technique = "inbox"
+	ProviderKey    Technique = "provider_idempotency_key"
+	WebhookInbox   Technique = "webhook_inbox"
+	IdempotencyKey Technique = "idempotency_key"
+)
+
+// Result is one protected step of a handler run: which effect, which guard,
+// what it answered. The execution log stores these per run.
+type Result struct {
+	Effect    string    `json:"effect"`
+	Technique Technique `json:"technique"`
+	Outcome   Outcome   `json:"outcome"`
+}

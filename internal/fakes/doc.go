@@ -1,0 +1,40 @@
+// Package fakes holds in-memory stand-ins for the two external systems
+// orderpaid talks to: a payment gateway and a notification (e-mail) provider.
+// `orderpaid fakes` serves them on FAKES_ADDR; `orderpaid all` runs them in
+// the same process as the service.
+//
+// # Why they exist
+//
+// Both systems perform effects that cannot be undone: once a customer is
+// charged, the money is gone; once an e-mail is sent, it is in the inbox.
+// Everything else in this repository is about making sure those effects
+// happen once, so the tests need something that records what really
+// happened. The fakes are that ground truth: [Gateway.Charges] and
+// [Notifier.Notifications] (GET /charges and GET /notifications) list the
+// effects actually performed, and a correct run leaves exactly one of each
+// per order, however many retries, redeliveries and crashes it went through.
+//
+// # What they do, like real providers
+//
+//   - They deduplicate by the Idempotency-Key header. The first request with
+//     a key performs the effect and stores the answer; the same key with the
+//     same body gets the stored answer again, byte for byte, with
+//     Idempotent-Replayed: true, and performs nothing; the same key with a
+//     different body is refused with 422. See idempotency.go.
+//   - After a charge the gateway delivers a signed payment.succeeded webhook
+//     asynchronously (it may arrive before the charge's own response does)
+//     and retries with exponential backoff until it gets a 2xx. Real
+//     providers deliver at least once, so the receiver must deduplicate by
+//     event id. See delivery.go.
+//
+// # What they do that real providers only do on a bad day
+//
+// They can be told, over HTTP (POST /control/gateway, POST
+// /control/notifications) or in process ([Gateway.SetControl],
+// [Notifier.SetControl]), to fail the next N requests with 503, to answer
+// slowly after the effect is done (a client timeout after the money moved),
+// and to deliver each webhook several times. Redeliveries of an existing
+// charge, with the same or fresh event ids, sequential or released at the
+// same moment, are asked for with POST /charges/{id}/redeliver. routes.go
+// lists every route.
+package fakes

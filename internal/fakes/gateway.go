@@ -1,0 +1,156 @@
+package fakes
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Charge is one payment the fake gateway actually made: in the real world,
+// money that has left the customer's account and cannot be taken back by
+// deleting a row.
+type Charge struct {
+	ID             string    `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	OrderID        string    `json:"order_id"`
+	AmountCents    int64     `json:"amount_cents"`
+	Currency       string    `json:"currency"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// chargeRequest is the body of POST /charges.
+type chargeRequest struct {
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+}
+
+func (r chargeRequest) validate() error {
+	if r.OrderID == "" {
+		return badRequest("order_id is required")
+	}
+	if r.AmountCents <= 0 {
+		return badRequest("amount_cents must be greater than 0, got %d", r.AmountCents)
+	}
+	return nil
+}
+
+// GatewayConfig configures the fake payment gateway. Zero values take the
+// documented defaults.
+type GatewayConfig struct {
+	WebhookURL    string        // where payment.succeeded webhooks are delivered; empty: none are sent
+	WebhookSecret []byte        // HMAC secret used to sign them
+	Client        *http.Client  // nil: a client with a 5s timeout
+	RetryBase     time.Duration // first retry delay for webhook delivery, default 50ms, doubles, capped at 2s
+	MaxAttempts   int           // delivery attempts per event before giving up, default 30
+}
+
+// Gateway is the fake payment gateway. It charges at most once per
+// Idempotency-Key and tells the merchant about each charge with a signed,
+// retried webhook. Create it with NewGateway and stop it with Close.
+type Gateway struct {
+	delivery *deliverer
+
+	mu      sync.Mutex
+	control GatewayControl
+	charges []Charge                  // in creation order
+	byKey   map[string]storedResponse // Idempotency-Key -> the answer given
+	events  map[string]Event          // charge id -> the event first emitted for it
+}
+
+// NewGateway returns a gateway with no charges. Webhook deliveries run in
+// background goroutines until Close.
+func NewGateway(cfg GatewayConfig) *Gateway {
+	return &Gateway{
+		delivery: newDeliverer(cfg),
+		byKey:    make(map[string]storedResponse),
+		events:   make(map[string]Event),
+	}
+}
+
+// Charges returns a snapshot of the charges actually made, in creation order.
+func (g *Gateway) Charges() []Charge {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append(make([]Charge, 0, len(g.charges)), g.charges...)
+}
+
+// handleCreateCharge serves POST /charges.
+func (g *Gateway) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
+	delay, err := g.admit()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	key := r.Header.Get(IdempotencyKeyHeader)
+	if key == "" {
+		writeError(w, errMissingKey)
+		return
+	}
+	var req chargeRequest
+	if err := decodeStrict(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := req.validate(); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, replayed, err := g.charge(key, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// The money has moved; a slow answer now is a client timeout after the
+	// effect, the case the caller's retry with the same key must survive.
+	sleep(r.Context(), delay)
+	resp.write(w, replayed)
+}
+
+// charge performs the charge for key unless the key was seen before, in
+// which case it returns the stored answer (replayed) or errKeyReused. The
+// look-up, the charge and the stored answer happen under one lock: however
+// many requests race with one key, exactly one charges.
+func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, replayed bool, err error) {
+	fp, err := fingerprint(req)
+	if err != nil {
+		return storedResponse{}, false, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if stored, ok := g.byKey[key]; ok {
+		resp, err := stored.replay(fp)
+		return resp, err == nil, err
+	}
+	c := Charge{
+		ID:             newID("ch_"),
+		IdempotencyKey: key,
+		OrderID:        req.OrderID,
+		AmountCents:    req.AmountCents,
+		Currency:       req.Currency,
+		CreatedAt:      time.Now().UTC(),
+	}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return storedResponse{}, false, fmt.Errorf("encode charge: %w", err)
+	}
+	resp = storedResponse{fingerprint: fp, status: http.StatusCreated, body: body}
+	g.byKey[key] = resp
+	g.charges = append(g.charges, c)
+
+	ev := paymentSucceeded(c)
+	g.events[c.ID] = ev
+	events := make([]Event, 1+g.control.DuplicateWebhooks)
+	for i := range events {
+		events[i] = ev // duplicates repeat the same event id
+	}
+	g.delivery.start(events, false)
+	return resp, false, nil
+}
+
+// handleListCharges serves GET /charges.
+func (g *Gateway) handleListCharges(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, g.Charges())
+}

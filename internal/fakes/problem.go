@@ -1,0 +1,93 @@
+package fakes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxBodyBytes bounds every request body the fakes read.
+const maxBodyBytes = 1 << 20
+
+// Errors the handlers return; writeError maps each to its status code.
+var (
+	errBadRequest  = errors.New("bad request")
+	errMissingKey  = errors.New("missing Idempotency-Key header: the provider cannot deduplicate without it")
+	errKeyReused   = errors.New("this Idempotency-Key was already used with a different request body")
+	errUnavailable = errors.New("provider told to fail this request (control fail_next)")
+	errNotFound    = errors.New("not found")
+)
+
+// problem is an RFC 9457 problem details object.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// writeError is the one function that maps an error to an HTTP status code.
+// It answers application/problem+json; unknown errors are 500.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errBadRequest), errors.Is(err, errMissingKey):
+		status = http.StatusBadRequest
+	case errors.Is(err, errKeyReused):
+		status = http.StatusUnprocessableEntity
+	case errors.Is(err, errUnavailable):
+		status = http.StatusServiceUnavailable
+	case errors.Is(err, errNotFound):
+		status = http.StatusNotFound
+	}
+	body, _ := json.Marshal(problem{ // a struct of strings and an int always encodes
+		Type:   "about:blank",
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: err.Error(),
+	})
+	writeBody(w, status, "application/problem+json", body)
+}
+
+// badRequest wraps err so that writeError answers 400.
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+}
+
+// writeJSON answers status with v encoded as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	writeBody(w, status, "application/json", body)
+}
+
+// writeBody answers status with body as it is. Stored idempotent responses
+// go through here too, so a replay is byte for byte the original answer.
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // the client went away; nothing left to tell it
+}
+
+// decodeStrict decodes the request body into v, refusing unknown fields,
+// trailing data and bodies over maxBodyBytes. Errors wrap errBadRequest; an
+// empty body also wraps io.EOF, so callers with an optional body can accept it.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: empty body: %w", errBadRequest, err)
+		}
+		return fmt.Errorf("%w: decode JSON body: %w", errBadRequest, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("unexpected data after the JSON body")
+	}
+	return nil
+}

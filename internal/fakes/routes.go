@@ -1,0 +1,46 @@
+package fakes
+
+import "net/http"
+
+// New returns one handler serving the fake gateway g and the fake
+// notification provider n; it is what `orderpaid fakes` serves on
+// FAKES_ADDR. Every route is listed here.
+//
+// Gateway:
+//
+//	POST /charges                  charge once per Idempotency-Key (201; replay: stored answer + Idempotent-Replayed: true)
+//	GET  /charges                  the charges actually made
+//	POST /charges/{id}/redeliver   {"count":N,"concurrent":bool,"new_event_id":bool} -> 202 {"event_ids":[...]}
+//	GET  /webhook-deliveries       every webhook delivery attempt
+//	POST /control/gateway          {"fail_next":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
+//	GET  /control/gateway          the current settings
+//
+// Notification provider:
+//
+//	POST /notifications            send once per Idempotency-Key (201; replay as above)
+//	GET  /notifications            the notifications actually sent
+//	POST /control/notifications    {"fail_next":N,"delay_ms":N} replaces the settings
+//	GET  /control/notifications    the current settings
+//
+// And GET /healthz answers 200 "ok". Errors of these routes are
+// application/problem+json (unknown routes get the ServeMux's plain 404/405).
+func New(g *Gateway, n *Notifier) http.Handler {
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("POST /charges", g.handleCreateCharge)
+	mux.HandleFunc("GET /charges", g.handleListCharges)
+	mux.HandleFunc("POST /charges/{id}/redeliver", g.handleRedeliver)
+	mux.HandleFunc("GET /webhook-deliveries", g.handleListDeliveries)
+	mux.HandleFunc("POST /control/gateway", g.handleSetGatewayControl)
+	mux.HandleFunc("GET /control/gateway", g.handleGetGatewayControl)
+
+	mux.HandleFunc("POST /notifications", n.handleSend)
+	mux.HandleFunc("GET /notifications", n.handleList)
+	mux.HandleFunc("POST /control/notifications", n.handleSetNotifierControl)
+	mux.HandleFunc("GET /control/notifications", n.handleGetNotifierControl)
+
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
+	})
+	return mux
+}

@@ -1,0 +1,68 @@
+// Package ledger releases the affiliate commission: money that must be
+// credited once per paid order, never twice, never zero times.
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/effect"
+)
+
+// EntryTypeCommission is the ledger entry type of an affiliate commission.
+const EntryTypeCommission = "affiliate_commission"
+
+// CommissionBasisPoints is the commission rate: 1000 bp = 10% of the order.
+const CommissionBasisPoints = 1000
+
+// EntryKey is the business key of a ledger entry: it names the business
+// intent ("the commission of order X"), not the delivery that asked for it.
+func EntryKey(orderID, entryType string) string {
+	return orderID + ":" + entryType
+}
+
+// Commission is the amount an affiliate earns on an order.
+func Commission(amountCents int64) int64 {
+	return amountCents * CommissionBasisPoints / 10_000
+}
+
+// ReleaseCommission credits the order's affiliate, once.
+//
+// Effect protected: the commission credit. Technique: a ledger row whose
+// UNIQUE entry_key is the business key (order id + entry type), inserted with
+// ON CONFLICT DO NOTHING. Whichever delivery, retry, backfill or concurrent
+// worker gets there first inserts the row; every other attempt affects zero
+// rows and reports AlreadyApplied. Under READ COMMITTED the conflict never
+// raises, even when two inserts race.
+//
+// The key must come from the intent. Keyed on the message id instead, two
+// different provider events for one payment would both credit (see
+// ReleaseCommissionKeyedBy and the scenario "--without ledger-key").
+func ReleaseCommission(ctx context.Context, q *db.Queries, o db.Order, messageID string) (effect.Outcome, error) {
+	return ReleaseCommissionKeyedBy(ctx, q, o, messageID, EntryKey(o.ID.String(), EntryTypeCommission))
+}
+
+// ReleaseCommissionKeyedBy inserts the commission under an explicit key. Only
+// ReleaseCommission (business key) is correct; the scenarios pass a key made
+// from the delivery to show the double credit that mistake causes.
+func ReleaseCommissionKeyedBy(ctx context.Context, q *db.Queries, o db.Order, messageID, key string) (effect.Outcome, error) {
+	if !o.AffiliateID.Valid {
+		return effect.NotApplicable, nil
+	}
+	n, err := q.LedgerEntryInsert(ctx, db.LedgerEntryInsertParams{
+		EntryKey:    key,
+		OrderID:     o.ID,
+		EntryType:   EntryTypeCommission,
+		AffiliateID: o.AffiliateID.String,
+		AmountCents: Commission(o.AmountCents),
+		MessageID:   messageID,
+	})
+	if err != nil {
+		return "", fmt.Errorf("insert commission for order %s: %w", o.ID, err)
+	}
+	if n == 0 {
+		return effect.AlreadyApplied, nil
+	}
+	return effect.Applied, nil
+}

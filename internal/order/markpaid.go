@@ -1,0 +1,73 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/effect"
+)
+
+// MarkPaid moves the order from pending to paid and records the transition,
+// inside the caller's transaction.
+//
+// Effect protected: "the order was marked paid", and everything that hangs
+// off that transition (the confirmation is written in the same transaction).
+// Technique: a state check, UPDATE ... WHERE id = $1 AND status = 'pending'.
+// Under READ COMMITTED a second, concurrent UPDATE blocks on the row lock,
+// then re-evaluates its WHERE clause against the committed row, finds
+// status = 'paid' and matches nothing; so exactly one transaction moves the
+// order, however many deliveries race. A SELECT followed by an UPDATE would
+// let both racers see 'pending' and both "transition".
+//
+// It returns Applied when this call moved the order, AlreadyApplied when the
+// order was already paid, and ErrNotFound when there is no such order.
+func MarkPaid(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, db.Order, error) {
+	o, err := q.OrderMarkPaid(ctx, orderID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Nothing matched: either the order is already paid, or it does not exist.
+		existing, getErr := Get(ctx, q, orderID)
+		if getErr != nil {
+			return "", db.Order{}, getErr
+		}
+		return effect.AlreadyApplied, existing, nil
+	}
+	if err != nil {
+		return "", db.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
+	}
+	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
+		return "", db.Order{}, err
+	}
+	return effect.Applied, o, nil
+}
+
+// MarkPaidUnguarded is the mistake MarkPaid prevents, kept so the scenario
+// "--without state-check" can show the damage: an unconditional UPDATE that
+// "transitions" the order on every execution.
+func MarkPaidUnguarded(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, db.Order, error) {
+	o, err := q.OrderMarkPaidUnconditional(ctx, orderID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", db.Order{}, ErrNotFound
+	}
+	if err != nil {
+		return "", db.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
+	}
+	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
+		return "", db.Order{}, err
+	}
+	return effect.Applied, o, nil
+}
+
+func recordTransition(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) error {
+	err := q.OrderTransitionInsert(ctx, db.OrderTransitionInsertParams{
+		OrderID: orderID, FromStatus: StatusPending, ToStatus: StatusPaid, MessageID: messageID,
+	})
+	if err != nil {
+		return fmt.Errorf("record transition of order %s: %w", orderID, err)
+	}
+	return nil
+}

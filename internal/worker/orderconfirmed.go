@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/notify"
+)
+
+// HandleOrderConfirmed sends the customer's confirmation through the external
+// notification provider, an effect that cannot be undone.
+//
+// Two guards protect it:
+//   - the inbox, keyed by (consumer, message id): a message already handled
+//     is acknowledged without calling the provider;
+//   - the provider's Idempotency-Key, set to the message id.
+//
+// The provider is called BEFORE the inbox row is written. A crash between the
+// two leaves no inbox row, so the redelivery calls the provider again, with
+// the same key, and the provider answers from its store without sending.
+// The opposite order (inbox first, then call) would turn that crash into a
+// lost notification: the inbox would say "done" for an e-mail never sent.
+// For an irreversible external effect, "maybe twice, deduplicated by the
+// provider" beats "maybe never".
+func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
+	ctx := msg.Context()
+	run := &execution{handler: HandlerOrderConfirmed, messageID: msg.UUID}
+	p, err := event.DecodeOrderConfirmed(msg.Payload)
+	if err != nil {
+		return c.record(ctx, run, permanent(err))
+	}
+	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+	inboxKey := db.ConsumerInboxExistsParams{Consumer: HandlerOrderConfirmed, MessageID: msg.UUID}
+
+	if c.guards.Inbox {
+		seen, err := c.q.ConsumerInboxExists(ctx, inboxKey)
+		if err != nil {
+			return c.record(ctx, run, fmt.Errorf("check inbox: %w", err))
+		}
+		if seen {
+			run.add("confirmation_delivered", effect.Inbox, effect.AlreadyApplied)
+			return c.record(ctx, run, nil)
+		}
+	}
+
+	key := msg.UUID
+	if !c.guards.ProviderKey {
+		key = ""
+	}
+	sent, err := c.notifier.SendOrderConfirmed(ctx, key, p.OrderID)
+	if errors.Is(err, notify.ErrRejected) {
+		return c.record(ctx, run, permanent(err))
+	}
+	if err != nil {
+		return c.record(ctx, run, err)
+	}
+	if err := c.q.NotificationLogInsert(ctx, db.NotificationLogInsertParams{
+		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: key,
+		ProviderNotificationID: sent.ID, Replayed: sent.Replayed,
+	}); err != nil {
+		return c.record(ctx, run, fmt.Errorf("log provider answer: %w", err))
+	}
+	outcome := effect.Applied
+	if sent.Replayed {
+		outcome = effect.AlreadyApplied
+	}
+	run.add("notification_sent", effect.ProviderKey, outcome)
+
+	if err := c.faults.Hit(faultpoint.AfterProviderCall); err != nil {
+		return c.record(ctx, run, err)
+	}
+
+	n, err := c.q.ConsumerInboxInsert(ctx, db.ConsumerInboxInsertParams{
+		Consumer: HandlerOrderConfirmed, MessageID: msg.UUID,
+		OrderID: uuid.NullUUID{UUID: p.OrderID, Valid: true},
+	})
+	if err != nil {
+		return c.record(ctx, run, fmt.Errorf("write inbox: %w", err))
+	}
+	outcome = effect.Applied
+	if n == 0 {
+		outcome = effect.AlreadyApplied
+	}
+	run.add("confirmation_delivered", effect.Inbox, outcome)
+	return c.record(ctx, run, nil)
+}

@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/orderpaid/orderpaid/internal/broker"
+	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/poison"
+)
+
+// RouterConfig tunes retries and shutdown. Zero values take the defaults.
+type RouterConfig struct {
+	// MaxRetries is how often a transient failure is retried in-process
+	// before the message is handed back to the broker (default 5).
+	MaxRetries int
+	// RetryInitialInterval is the first backoff (default 100ms, doubling up to 2s).
+	RetryInitialInterval time.Duration
+	// CloseTimeout is how long in-flight handlers get to finish at shutdown
+	// (default 10s); what does not finish is left for redelivery.
+	CloseTimeout time.Duration
+}
+
+// NewRouter subscribes both consumers on b, behind the failure policy:
+//
+//   - a permanent failure (malformed payload, unknown order, a request the
+//     provider refuses) goes to the poison queue at once, with its reason;
+//   - a panic is retried, then poisoned: a handler that panics on a message
+//     will panic again;
+//   - any other failure is transient: retried with exponential backoff, then
+//     returned to the broker (nack), which redelivers it later.
+//
+// PoisonQueue is added first so it wraps Retry: a message is poisoned only
+// after Retry has given up on it or declined to retry it.
+func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger watermill.LoggerAdapter, cfg RouterConfig) (*message.Router, error) {
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: cmp.Or(cfg.CloseTimeout, 10*time.Second)}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("create router: %w", err)
+	}
+	toPoison, err := middleware.PoisonQueueWithFilter(poisonQueue, poison.Topic, func(err error) bool {
+		return IsPermanent(err) || isPanic(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create poison queue middleware: %w", err)
+	}
+	r.AddMiddleware(
+		toPoison,
+		middleware.Retry{
+			MaxRetries:      cmp.Or(cfg.MaxRetries, 5),
+			InitialInterval: cmp.Or(cfg.RetryInitialInterval, 100*time.Millisecond),
+			MaxInterval:     2 * time.Second,
+			Multiplier:      2,
+			ShouldRetry:     func(p middleware.RetryParams) bool { return !IsPermanent(p.Err) },
+			Logger:          logger,
+		}.Middleware,
+		middleware.Recoverer,
+	)
+	for _, h := range []struct {
+		name, topic string
+		fn          message.NoPublishHandlerFunc
+	}{
+		{HandlerOrderPaid, event.TopicOrderPaid, c.HandleOrderPaid},
+		{HandlerOrderConfirmed, event.TopicOrderConfirmed, c.HandleOrderConfirmed},
+	} {
+		sub, err := b.Subscriber(h.name)
+		if err != nil {
+			return nil, err
+		}
+		r.AddConsumerHandler(h.name, h.topic, sub, h.fn)
+	}
+	return r, nil
+}
+
+func isPanic(err error) bool {
+	var p middleware.RecoveredPanicError
+	return errors.As(err, &p)
+}
