@@ -27,12 +27,12 @@ func ExampleNew() {
 			return
 		}
 		resp.Body.Close()
-		fmt.Println(resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+		fmt.Println(resp.StatusCode, "replayed:", resp.Header.Get("Idempotent-Replayed") == "true")
 	}
 	fmt.Println("charges:", len(gw.Charges()))
 	// Output:
-	// 201
-	// 201 true
-	// 201 true
+	// 201 replayed: false
+	// 201 replayed: true
+	// 201 replayed: true
 	// charges: 1
 }
