@@ -93,6 +93,12 @@ type PoisonMessage struct {
 	ReprocessedAt *time.Time `json:"reprocessed_at"`
 }
 
+type WatermillOffsetsOutbox struct {
+	ConsumerGroup              string        `json:"consumer_group"`
+	OffsetAcked                pgtype.Int8   `json:"offset_acked"`
+	LastProcessedTransactionID pgtype.Uint64 `json:"last_processed_transaction_id"`
+}
+
 type WatermillOutbox struct {
 	Offset        int64            `json:"offset"`
 	Uuid          string           `json:"uuid"`

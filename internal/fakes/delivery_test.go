@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +164,40 @@ func TestCloseStopsPendingDeliveries(t *testing.T) {
 	}
 	if err := gw.WaitDelivered(t.Context()); err != nil {
 		t.Errorf("WaitDelivered after Close = %v, want nil", err)
+	}
+}
+
+func TestConcurrentRedeliveriesOverlap(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // long enough for the others to arrive
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	gw := fakes.NewGateway(fakes.GatewayConfig{WebhookURL: rcv.URL})
+	t.Cleanup(gw.Close)
+	srv := httptest.NewServer(fakes.New(gw, fakes.NewNotifier()))
+	t.Cleanup(srv.Close)
+
+	c := decode[fakes.Charge](t, do(t, http.MethodPost, srv.URL+"/charges", "k", charge("o1", 100)))
+	if err := gw.WaitDelivered(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	do(t, http.MethodPost, srv.URL+"/charges/"+c.ID+"/redeliver", "", map[string]any{"count": 3, "concurrent": true})
+	if err := gw.WaitDelivered(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 3 {
+		t.Errorf("most webhooks in flight at once = %d, want 3", most)
 	}
 }

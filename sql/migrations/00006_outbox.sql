@@ -15,5 +15,16 @@ CREATE TABLE IF NOT EXISTS watermill_outbox (
     PRIMARY KEY (transaction_id, "offset")
 );
 
+-- The relay's progress through the outbox, per consumer group (watermill's
+-- DefaultPostgreSQLOffsetsAdapter layout). Rows above offset_acked are the
+-- backlog.
+CREATE TABLE IF NOT EXISTS watermill_offsets_outbox (
+    consumer_group                varchar(255) NOT NULL,
+    offset_acked                  bigint,
+    last_processed_transaction_id xid8         NOT NULL,
+    PRIMARY KEY (consumer_group)
+);
+
 -- +goose Down
+DROP TABLE watermill_offsets_outbox;
 DROP TABLE watermill_outbox;

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/backfill"
+	"github.com/orderpaid/orderpaid/internal/postgres"
+)
+
+func runBackfill(e env) error {
+	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
+	from := fs.String("from", "", "start of the paid_at range, RFC 3339 (inclusive), e.g. 2026-11-01T00:00:00Z")
+	to := fs.String("to", "", "end of the paid_at range, RFC 3339 (exclusive); default now")
+	batch := fs.Int("batch", 500, "orders per transaction")
+	dryRun := fs.Bool("dry-run", false, "count and report, write nothing")
+	if err := parseFlags(fs, e, "--from T [--to T] [--batch N] [--dry-run]"); err != nil {
+		return helpOK(err)
+	}
+	if *from == "" {
+		fs.Usage()
+		return usageError{errors.New("backfill: --from is required")}
+	}
+	start, err := time.Parse(time.RFC3339, *from)
+	if err != nil {
+		return usageError{fmt.Errorf("backfill: --from %q is not an RFC 3339 time such as 2026-11-01T00:00:00Z", *from)}
+	}
+	end := time.Now()
+	if *to != "" {
+		if end, err = time.Parse(time.RFC3339, *to); err != nil {
+			return usageError{fmt.Errorf("backfill: --to %q is not an RFC 3339 time such as 2026-11-30T00:00:00Z", *to)}
+		}
+	}
+	if !end.After(start) {
+		return usageError{fmt.Errorf("backfill: --to (%s) must be after --from (%s)", end.Format(time.RFC3339), start.Format(time.RFC3339))}
+	}
+	if *batch < 1 || *batch > 10_000 {
+		return usageError{fmt.Errorf("backfill: --batch %d: want 1 to 10000", *batch)}
+	}
+	cfg, _, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	pool, err := postgres.Connect(e.ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	_, err = backfill.Run(e.ctx, pool, backfill.Config{From: start, To: end, BatchSize: *batch, DryRun: *dryRun, Progress: e.stdout})
+	return err
+}

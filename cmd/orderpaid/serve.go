@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orderpaid/orderpaid/internal/broker"
+	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/outbox"
+	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/poison"
+	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/webhook"
+	"github.com/orderpaid/orderpaid/internal/worker"
+)
+
+// process is what a serving subcommand starts: which parts run in it.
+type process struct {
+	api, worker, fakes bool
+}
+
+func runAPI(e env) error    { return serve(e, "api", process{api: true}) }
+func runWorker(e env) error { return serve(e, "worker", process{worker: true}) }
+func runFakes(e env) error  { return serve(e, "fakes", process{fakes: true}) }
+func runAll(e env) error    { return serve(e, "all", process{api: true, worker: true, fakes: true}) }
+
+// serve starts the parts of p in one errgroup and runs until the context is
+// cancelled (SIGINT, SIGTERM), then shuts each part down gracefully.
+func serve(e env, name string, p process) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	faultSpec := fs.String("faults", "", "arm fault points, e.g. order_paid.after_mark_paid=error:1 (tests and scenarios only)")
+	if err := parseFlags(fs, e, "[flags]"); err != nil {
+		return helpOK(err)
+	}
+	cfg, logger, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	faults, err := faultpoint.Parse(*faultSpec, crashNow)
+	if err != nil {
+		return usageError{err}
+	}
+
+	g, ctx := errgroup.WithContext(e.ctx)
+	var apiLn, fakesLn net.Listener
+	if p.fakes {
+		if fakesLn, err = listen(cfg.FakesAddr, "FAKES_ADDR"); err != nil {
+			return err
+		}
+	}
+	if p.api {
+		if apiLn, err = listen(cfg.HTTPAddr, "HTTP_ADDR"); err != nil {
+			return err
+		}
+	}
+	if p.api && p.fakes {
+		// In one process, wire the parts to the addresses really bound (":0"
+		// in tests) unless the environment says otherwise.
+		if e.getenv("FAKES_URL") == "" {
+			cfg.FakesURL = "http://" + fakesLn.Addr().String()
+		}
+		if e.getenv("WEBHOOK_URL") == "" {
+			cfg.WebhookURL = "http://" + apiLn.Addr().String() + "/webhooks/payments"
+		}
+	}
+
+	if p.fakes {
+		gw := fakes.NewGateway(fakes.GatewayConfig{WebhookURL: cfg.WebhookURL, WebhookSecret: []byte(cfg.WebhookSecret)})
+		defer gw.Close()
+		serveHTTP(ctx, g, "fakes", fakesLn, fakes.New(gw, fakes.NewNotifier()), cfg.ShutdownTimeout, logger)
+		fmt.Fprintf(e.stdout, "fakes listening on http://%s\n", fakesLn.Addr())
+	}
+	if !p.api && !p.worker {
+		return g.Wait()
+	}
+
+	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	wmLogger := watermill.NewSlogLogger(logger)
+	b, err := broker.New(ctx, cfg, pool, wmLogger)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	if p.api {
+		api := httpapi.NewServer(httpapi.Deps{
+			Pool:     pool,
+			Ingestor: webhook.NewIngestor(pool, []byte(cfg.WebhookSecret)),
+			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, nil), faults, payment.Config{}),
+			Ready: map[string]func(context.Context) error{
+				"database": pool.Ping,
+				"broker":   b.Ping,
+			},
+			Logger: logger,
+		})
+		serveHTTP(ctx, g, "api", apiLn, api, cfg.ShutdownTimeout, logger)
+		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
+	}
+	if p.worker {
+		if err := startWorker(ctx, g, cfg, pool, b, faults, wmLogger); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "worker running (broker %s)\n", b.Name)
+	}
+	return g.Wait()
+}
+
+// startWorker provisions the consumers' queues, then starts the relay and the
+// consumers' router.
+func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, logger watermill.LoggerAdapter) error {
+	for topic, group := range map[string]string{
+		event.TopicOrderPaid:      worker.HandlerOrderPaid,
+		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
+	} {
+		if err := b.Provision(topic, group); err != nil {
+			return err
+		}
+	}
+	relay, err := outbox.NewRelay(pool, b.Publisher, logger, outbox.RelayConfig{CloseTimeout: cfg.ShutdownTimeout})
+	if err != nil {
+		return err
+	}
+	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, nil), b.Publisher, faults, worker.AllGuards)
+	router, err := worker.NewRouter(b, consumers, poison.NewStore(db.New(pool)), logger, worker.RouterConfig{CloseTimeout: cfg.ShutdownTimeout})
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return relay.Run(ctx) })
+	g.Go(func() error { return router.Run(ctx) })
+	return nil
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts the server down with
+// its own timeout: the shutdown context is NOT the cancelled ctx, or in-flight
+// requests would be cut off at once.
+func serveHTTP(ctx context.Context, g *errgroup.Group, name string, ln net.Listener, h http.Handler, timeout time.Duration, logger *slog.Logger) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s server: %w", name, err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		logger.Info("shutting down", "server", name)
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("shut down %s server: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func listen(addr, variable string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s=%s (is another process using it?): %w", variable, addr, err)
+	}
+	return ln, nil
+}

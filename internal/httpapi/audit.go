@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/order"
+)
+
+// Audit is GET /orders/{id}/audit: how often each handler ran for the order
+// (executions) against what was really applied (effects). However large the
+// executions, after a correct run every effect is 0 or 1.
+type Audit struct {
+	OrderID    uuid.UUID        `json:"order_id"`
+	Executions map[string]int64 `json:"executions"`
+	Effects    map[string]int64 `json:"effects"`
+}
+
+func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
+	id, err := orderID(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if _, err := order.Get(r.Context(), s.q, id); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	a, err := s.q.AuditOrder(r.Context(), id)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Audit{
+		OrderID: id,
+		Executions: map[string]int64{
+			"order_paid":      a.ExecutionsOrderPaid,
+			"order_confirmed": a.ExecutionsOrderConfirmed,
+		},
+		Effects: map[string]int64{
+			"paid":                   a.Paid,
+			"commission":             a.Commission,
+			"confirmation_enqueued":  a.ConfirmationEnqueued,
+			"confirmation_delivered": a.ConfirmationDelivered,
+			"notification_sent":      a.NotificationSent,
+		},
+	})
+}

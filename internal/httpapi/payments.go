@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/orderpaid/orderpaid/internal/payment"
+)
+
+// Payer charges an order under an Idempotency-Key (payment.Service).
+type Payer interface {
+	Pay(ctx context.Context, req payment.Request) (payment.Response, error)
+}
+
+// handlePaymentCreate is POST /orders/{id}/payments. The stored response of a
+// key is written back byte for byte, with Idempotent-Replayed: true.
+func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
+	id, err := orderID(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	body, err := readBody(w, r, maxJSONBody)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	resp, err := s.Payments.Pay(r.Context(), payment.Request{
+		OrderID: id, Key: r.Header.Get("Idempotency-Key"), Body: body,
+	})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", contentType(resp.Body, resp.Status))
+	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(resp.Replayed))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+func contentType(body []byte, status int) string {
+	if status >= 400 {
+		return "application/problem+json"
+	}
+	return "application/json"
+}

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// routes is the whole API surface, in one place.
+func (s *server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errRouteNotFound) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errMethodNotAllowed) })
+
+	r.Post("/orders", s.handleOrderCreate)
+	r.Get("/orders/{id}", s.handleOrderGet)
+	r.Get("/orders/{id}/audit", s.handleOrderAudit)
+	r.Post("/orders/{id}/payments", s.handlePaymentCreate)
+	r.Post("/webhooks/payments", s.handleWebhook)
+
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	return r
+}

@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/webhook"
+)
+
+// Deps is what the API needs.
+type Deps struct {
+	Pool     *pgxpool.Pool
+	Ingestor *webhook.Ingestor
+	Payments Payer
+	// Ready lists the checks /readyz runs, by name (database, broker).
+	Ready  map[string]func(ctx context.Context) error
+	Logger *slog.Logger
+}
+
+type server struct {
+	Deps
+	q *db.Queries
+}
+
+// NewServer returns the API as one http.Handler.
+func NewServer(d Deps) http.Handler {
+	s := &server{Deps: d, q: db.New(d.Pool)}
+	return s.routes()
+}

@@ -1,0 +1,123 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/outbox"
+	"github.com/orderpaid/orderpaid/internal/postgres"
+)
+
+// ErrAmountMismatch means the event's amount differs from the order's: the
+// event is refused (422) rather than marking the order paid for the wrong sum.
+var ErrAmountMismatch = errors.New("amount does not match the order")
+
+// Ignored is the outcome for an event type this service does not act on: it
+// is acknowledged (2xx) so the provider stops retrying, and nothing is written.
+const Ignored effect.Outcome = "ignored"
+
+// Result says what Ingest did with an event.
+type Result struct {
+	EventID string         `json:"event_id"`
+	Outcome effect.Outcome `json:"outcome"`
+}
+
+// Ingestor verifies, parses and accepts provider events.
+type Ingestor struct {
+	pool      *pgxpool.Pool
+	secret    []byte
+	tolerance time.Duration
+	now       func() time.Time
+	// inbox is the guard; false only in the scenario "--without webhook-inbox".
+	inbox bool
+}
+
+// NewIngestor returns an Ingestor checking signatures with secret.
+func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
+	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now, inbox: true}
+}
+
+// WithoutInbox returns a copy that skips the webhook inbox: the mistake the
+// scenario "--without webhook-inbox" demonstrates.
+func (in *Ingestor) WithoutInbox() *Ingestor {
+	c := *in
+	c.inbox = false
+	return &c
+}
+
+// Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
+// (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
+// nothing is written. A duplicate is not an error: it returns AlreadyApplied.
+func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (Result, error) {
+	if err := Verify(in.secret, signature, body, in.now(), in.tolerance); err != nil {
+		return Result{}, err
+	}
+	ev, err := Parse(body)
+	if err != nil {
+		return Result{}, err
+	}
+	if ev.Type != EventPaymentSucceeded {
+		return Result{EventID: ev.ID, Outcome: Ignored}, nil
+	}
+	o, err := order.Get(ctx, db.New(in.pool), ev.Data.OrderID)
+	if err != nil {
+		return Result{}, err
+	}
+	if o.AmountCents != ev.Data.AmountCents {
+		return Result{}, fmt.Errorf("%w: event says %d, order %s is %d", ErrAmountMismatch, ev.Data.AmountCents, o.ID, o.AmountCents)
+	}
+	outcome, err := in.accept(ctx, ev)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{EventID: ev.ID, Outcome: outcome}, nil
+}
+
+// accept records the event in the webhook inbox and enqueues order_paid, in
+// one transaction.
+//
+// Effect protected: "the payment event was accepted" (one order_paid per
+// provider event). Technique: an inbox keyed by the provider's event id. A
+// concurrent duplicate blocks on the primary key until the first transaction
+// commits, then inserts nothing; its outcome is AlreadyApplied and it writes
+// no outbox row. Because both writes share the transaction, there is no
+// moment where the event is recorded but order_paid is not, or the reverse.
+func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
+	outcome := effect.Applied
+	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
+		if in.inbox {
+			n, err := db.New(tx).WebhookInboxInsert(ctx, db.WebhookInboxInsertParams{
+				EventID: ev.ID, EventType: ev.Type,
+				OrderID: uuid.NullUUID{UUID: ev.Data.OrderID, Valid: true},
+			})
+			if err != nil {
+				return fmt.Errorf("record event %s in the inbox: %w", ev.ID, err)
+			}
+			if n == 0 {
+				outcome = effect.AlreadyApplied
+				return nil
+			}
+		}
+		msg, err := event.NewOrderPaid(event.OrderPaid{
+			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+		})
+		if err != nil {
+			return err
+		}
+		return outbox.Publish(ctx, tx, event.TopicOrderPaid, msg)
+	})
+	if err != nil {
+		return "", fmt.Errorf("accept event %s: %w", ev.ID, err)
+	}
+	return outcome, nil
+}
