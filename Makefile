@@ -1,0 +1,22 @@
+# The two commands of the README, and a few conveniences.
+.PHONY: demo test build generate services
+
+## demo: build, migrate, run api + worker + fakes in one process and walk one order through (needs PostgreSQL)
+demo:
+	bash scripts/demo.sh
+
+## test: gofmt, sqlc drift, go vet, the whole test suite against the real services
+test:
+	bash scripts/test.sh
+
+## build: the orderpaid binary in ./bin
+build:
+	go build -o bin/orderpaid ./cmd/orderpaid
+
+## generate: regenerate internal/db from sql/ with the pinned sqlc
+generate:
+	go tool -modfile=scripts/tools/go.mod sqlc generate
+
+## services: start PostgreSQL, RabbitMQ and NATS if they are down
+services:
+	bash scripts/services.sh
