@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -20,6 +21,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/event"
 	"github.com/orderpaid/orderpaid/internal/fakes"
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/guard"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/outbox"
@@ -45,6 +47,7 @@ func runAll(e env) error    { return serve(e, "all", process{api: true, worker: 
 func serve(e env, name string, p process) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	faultSpec := fs.String("faults", "", "arm fault points, e.g. order_paid.after_mark_paid=error:1 (tests and scenarios only)")
+	withoutList := fs.String("without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
@@ -54,7 +57,14 @@ func serve(e env, name string, p process) error {
 	}
 	faults, err := faultpoint.Parse(*faultSpec, crashNow)
 	if err != nil {
-		return usageError{err}
+		return usageError{fmt.Errorf("%s: --faults: %w", name, err)}
+	}
+	guards, err := guard.Without(*withoutList)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: --without: %w", name, err)}
+	}
+	if off := guards.Off(); off != "" {
+		logger.Warn("guards switched off: effects may happen twice", "without", off)
 	}
 
 	g, ctx := errgroup.WithContext(e.ctx)
@@ -95,7 +105,9 @@ func serve(e env, name string, p process) error {
 		return err
 	}
 	defer pool.Close()
-	wmLogger := watermill.NewSlogLogger(logger)
+	// Watermill's own Info lines (subscriptions, schema checks) are
+	// debugging detail here; keep the log for the flow's events.
+	wmLogger := watermill.NewSlogLoggerWithLevelMapping(logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
 	b, err := broker.New(ctx, cfg, pool, wmLogger)
 	if err != nil {
 		return err
@@ -103,9 +115,13 @@ func serve(e env, name string, p process) error {
 	defer b.Close()
 
 	if p.api {
+		ingestor := webhook.NewIngestor(pool, []byte(cfg.WebhookSecret))
+		if !guards.WebhookInbox {
+			ingestor = ingestor.WithoutInbox()
+		}
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
-			Ingestor: webhook.NewIngestor(pool, []byte(cfg.WebhookSecret)),
+			Ingestor: ingestor,
 			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, nil), faults, payment.Config{}),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
@@ -117,7 +133,7 @@ func serve(e env, name string, p process) error {
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		if err := startWorker(ctx, g, cfg, pool, b, faults, wmLogger); err != nil {
+		if err := startWorker(ctx, g, cfg, pool, b, faults, guards, wmLogger); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "worker running (broker %s)\n", b.Name)
@@ -127,7 +143,7 @@ func serve(e env, name string, p process) error {
 
 // startWorker provisions the consumers' queues, then starts the relay and the
 // consumers' router.
-func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, logger watermill.LoggerAdapter) error {
+func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, guards guard.Set, logger watermill.LoggerAdapter) error {
 	for topic, group := range map[string]string{
 		event.TopicOrderPaid:      worker.HandlerOrderPaid,
 		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
@@ -140,7 +156,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool
 	if err != nil {
 		return err
 	}
-	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, nil), b.Publisher, faults, worker.AllGuards)
+	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, nil), b.Publisher, faults, guards)
 	router, err := worker.NewRouter(b, consumers, poison.NewStore(db.New(pool)), logger, worker.RouterConfig{CloseTimeout: cfg.ShutdownTimeout})
 	if err != nil {
 		return err

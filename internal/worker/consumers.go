@@ -8,6 +8,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/guard"
 	"github.com/orderpaid/orderpaid/internal/notify"
 )
 
@@ -16,19 +17,6 @@ const (
 	HandlerOrderPaid      = "order_paid"
 	HandlerOrderConfirmed = "order_confirmed"
 )
-
-// Guards switches the protections. Production code runs with AllGuards; the
-// scenarios switch one off to show the damage its absence does.
-type Guards struct {
-	StateCheck  bool // conditional UPDATE ... WHERE status = 'pending'
-	LedgerKey   bool // ledger key from the business intent, not the delivery
-	Outbox      bool // confirmation written to the outbox in the transition's transaction
-	Inbox       bool // order_confirmed consumer's (consumer, message id) inbox
-	ProviderKey bool // message id passed to the provider as its Idempotency-Key
-}
-
-// AllGuards is the correct configuration.
-var AllGuards = Guards{StateCheck: true, LedgerKey: true, Outbox: true, Inbox: true, ProviderKey: true}
 
 // Consumers holds what the handlers need.
 type Consumers struct {
@@ -39,11 +27,11 @@ type Consumers struct {
 	// Guards.Outbox is off.
 	direct message.Publisher
 	faults *faultpoint.Set
-	guards Guards
+	guards guard.Set
 }
 
 // NewConsumers wires the handlers. faults may be nil (no fault injection).
-func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher, faults *faultpoint.Set, guards Guards) *Consumers {
+func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher, faults *faultpoint.Set, guards guard.Set) *Consumers {
 	return &Consumers{pool: pool, q: db.New(pool), notifier: notifier, direct: direct, faults: faults, guards: guards}
 }
 

@@ -5,25 +5,25 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/worker"
+	"github.com/orderpaid/orderpaid/internal/guard"
 )
 
 func TestOrderConfirmedNotifiesOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name          string
-		guards        worker.Guards
+		guards        guard.Set
 		wantProvider  int // notifications the provider really sent
 		wantDelivered int64
 	}{
-		{"all guards", worker.AllGuards, 1, 1},
+		{"all guards", guard.All(), 1, 1},
 		// The provider key alone still protects the customer: the inbox saves
 		// the call, the key saves the e-mail.
-		{"inbox off", without(func(g *worker.Guards) { g.Inbox = false }), 1, 1},
+		{"inbox off", without(func(g *guard.Set) { g.Inbox = false }), 1, 1},
 		// The inbox alone protects sequential redeliveries...
-		{"provider key off", without(func(g *worker.Guards) { g.ProviderKey = false }), 1, 1},
+		{"provider key off", without(func(g *guard.Set) { g.ProviderKey = false }), 1, 1},
 		// ...but with neither, every redelivery is another e-mail.
-		{"inbox and provider key off", without(func(g *worker.Guards) { g.Inbox, g.ProviderKey = false, false }), 3, 1},
+		{"inbox and provider key off", without(func(g *guard.Set) { g.Inbox, g.ProviderKey = false, false }), 3, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,11 +53,11 @@ func TestCrashAfterProviderCallSendsOnce(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name         string
-		guards       worker.Guards
+		guards       guard.Set
 		wantProvider int
 	}{
-		{"with the provider key", worker.AllGuards, 1},
-		{"without the provider key", without(func(g *worker.Guards) { g.ProviderKey = false }), 2},
+		{"with the provider key", guard.All(), 1},
+		{"without the provider key", without(func(g *guard.Set) { g.ProviderKey = false }), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,12 +8,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/guard"
 	"github.com/orderpaid/orderpaid/internal/worker"
 )
 
 func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, worker.AllGuards)
+	b := setup(t, guard.All())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
 
@@ -36,7 +37,7 @@ func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 // must still apply each effect once.
 func TestTwoEventsForOnePaymentApplyEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, worker.AllGuards)
+	b := setup(t, guard.All())
 	o := b.newOrder(t)
 	for _, evt := range []string{"evt_a", "evt_b"} {
 		if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, evt)); err != nil {
@@ -54,16 +55,16 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		guards worker.Guards
+		guards guard.Set
 		check  func(t *testing.T, b *bundle, paid, commission, enqueued int64)
 	}{
-		{"state check off: two transitions, two confirmations", without(func(g *worker.Guards) { g.StateCheck = false }),
+		{"state check off: two transitions, two confirmations", without(func(g *guard.Set) { g.StateCheck = false }),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if paid != 2 || enqueued != 2 {
 					t.Errorf("paid=%d confirmation_enqueued=%d, want 2 and 2", paid, enqueued)
 				}
 			}},
-		{"ledger key from the delivery: two commissions", without(func(g *worker.Guards) { g.LedgerKey = false }),
+		{"ledger key from the delivery: two commissions", without(func(g *guard.Set) { g.LedgerKey = false }),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if commission != 2 {
 					t.Errorf("commission=%d, want 2", commission)
@@ -86,8 +87,8 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	}
 }
 
-func without(off func(*worker.Guards)) worker.Guards {
-	g := worker.AllGuards
+func without(off func(*guard.Set)) guard.Set {
+	g := guard.All()
 	off(&g)
 	return g
 }
@@ -103,7 +104,7 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, worker.AllGuards)
+			b := setup(t, guard.All())
 			o := b.newOrder(t)
 			msgs := make([]*message.Message, 50)
 			for i := range msgs {
@@ -148,7 +149,7 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 // must not redo step 1.
 func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 	t.Parallel()
-	b := setup(t, worker.AllGuards)
+	b := setup(t, guard.All())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
 	b.faults.Arm(faultpoint.AfterMarkPaid, faultpoint.Fail, 1)
@@ -171,7 +172,7 @@ func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 // broker sends the message again and every effect stays at one.
 func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 	t.Parallel()
-	b := setup(t, worker.AllGuards)
+	b := setup(t, guard.All())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
 	b.faults.Arm(faultpoint.BeforeAck, faultpoint.Fail, 1)
@@ -190,7 +191,7 @@ func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 
 func TestOrderPaidThatCanNeverSucceedIsPermanent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, worker.AllGuards)
+	b := setup(t, guard.All())
 	unknown := b.newOrder(t)
 	unknown.ID[0] ^= 0xff // an order that does not exist
 	for name, msg := range map[string]*message.Message{

@@ -25,6 +25,10 @@ type RouterConfig struct {
 	// CloseTimeout is how long in-flight handlers get to finish at shutdown
 	// (default 10s); what does not finish is left for redelivery.
 	CloseTimeout time.Duration
+	// Outer middlewares wrap the whole policy, once per delivery (tracing).
+	Outer []message.HandlerMiddleware
+	// Inner middlewares run inside the retries, right around the handler.
+	Inner []message.HandlerMiddleware
 }
 
 // NewRouter subscribes both consumers on b, behind the failure policy:
@@ -49,6 +53,7 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 	if err != nil {
 		return nil, fmt.Errorf("create poison queue middleware: %w", err)
 	}
+	r.AddMiddleware(cfg.Outer...)
 	r.AddMiddleware(
 		toPoison,
 		middleware.Retry{
@@ -61,6 +66,7 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 		}.Middleware,
 		middleware.Recoverer,
 	)
+	r.AddMiddleware(cfg.Inner...)
 	for _, h := range []struct {
 		name, topic string
 		fn          message.NoPublishHandlerFunc

@@ -13,6 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/event"
 	"github.com/orderpaid/orderpaid/internal/fakes"
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/guard"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/pgtest"
@@ -29,7 +30,7 @@ type bundle struct {
 	c        *worker.Consumers
 }
 
-func setup(t *testing.T, guards worker.Guards) *bundle {
+func setup(t *testing.T, guards guard.Set) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	provider := fakes.NewNotifier()
