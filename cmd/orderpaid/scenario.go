@@ -1,0 +1,7 @@
+package main
+
+import "errors"
+
+func runScenario(e env) error {
+	return errors.New("scenario: not implemented yet")
+}
