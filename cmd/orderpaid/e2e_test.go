@@ -22,9 +22,7 @@ func TestEndToEnd(t *testing.T) {
 	}, out, "all")
 	api, fakesURL := out.addr(t, "api"), out.addr(t, "fakes")
 
-	eventually(t, 10*time.Second, "api healthy", func() (bool, string) {
-		return call(t, "GET", api+"/healthz", nil, nil, nil) == http.StatusOK, "not healthy"
-	})
+	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
 	if got := call(t, "GET", api+"/readyz", nil, nil, nil); got != http.StatusOK {
 		t.Fatalf("GET /readyz = %d, want 200", got)
 	}

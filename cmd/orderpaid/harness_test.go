@@ -153,6 +153,17 @@ func (a audit) allEffectsOnce() bool {
 	return true
 }
 
+// healthy reports whether GET url answers 200; a refused connection is
+// "not yet", not a failure.
+func healthy(url string) (bool, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, resp.Status
+}
+
 // eventually polls cond every 100ms until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()

@@ -22,6 +22,10 @@ type Broker struct {
 	newSubscriber func(consumerGroup string) (message.Subscriber, error)
 	ping          func(ctx context.Context) error
 	closers       []func() error
+
+	// provision creates a consumer group's destination; nil means
+	// initializeSubscriber (see provision.go).
+	provision func(topic, consumerGroup string) error
 }
 
 // New connects to the broker named in cfg.Broker.
@@ -47,6 +51,24 @@ func (b *Broker) Subscriber(consumerGroup string) (message.Subscriber, error) {
 	}
 	b.closers = append(b.closers, sub.Close)
 	return sub, nil
+}
+
+// Provision makes sure the destination of one consumer group on one topic
+// exists (a queue, a durable consumer, tables) so that messages published
+// from now on wait for that group even if none of its members has subscribed
+// yet. Call it at start-up, for every (topic, group) this process consumes,
+// before the relay or anything else publishes to the topic: without it a
+// RabbitMQ fanout exchange with no queue bound confirms and drops a message.
+// It is idempotent and safe to call from several replicas at once.
+func (b *Broker) Provision(topic, consumerGroup string) error {
+	provision := b.provision
+	if provision == nil {
+		provision = b.initializeSubscriber
+	}
+	if err := provision(topic, consumerGroup); err != nil {
+		return fmt.Errorf("provision %s for %s on %s: %w", topic, consumerGroup, b.Name, err)
+	}
+	return nil
 }
 
 // Ping reports whether the broker is reachable now (for /readyz).

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the orderpaid command once per test run, for tests that need
+// real processes (to SIGKILL them).
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "orderpaid-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "orderpaid")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startWorkerProcess starts `orderpaid worker` as a real child process.
+func startWorkerProcess(t *testing.T, env map[string]string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"worker"}, args...)...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// TestWorkerKilledAndRestarted pays orders while the worker process is
+// SIGKILLed mid-flow, once at a random moment and once right after the
+// notification provider answered (before the inbox row was written), then
+// restarted. Every order must end with every effect exactly once, in the
+// audit and at the fake providers; and SIGTERM must stop the worker cleanly.
+func TestWorkerKilledAndRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	t.Parallel()
+	_, dbURL := pgtest.NewDatabase(t)
+	apiAddr, fakesAddr := freeAddr(t), freeAddr(t)
+	env := map[string]string{
+		"DATABASE_URL": dbURL, "BROKER": "postgres",
+		"HTTP_ADDR": apiAddr, "FAKES_ADDR": fakesAddr,
+		"FAKES_URL": "http://" + fakesAddr, "WEBHOOK_URL": "http://" + apiAddr + "/webhooks/payments",
+	}
+	startRun(t, env, newAddrWatcher(), "fakes")
+	startRun(t, env, newAddrWatcher(), "api")
+	api, fakesURL := "http://"+apiAddr, "http://"+fakesAddr
+	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
+
+	// First worker: dies (exit 137, like SIGKILL) right after its first
+	// provider call, before the inbox row.
+	first := startWorkerProcess(t, env, "--faults", "order_confirmed.after_provider_call=crash:1")
+
+	const n = 20
+	ids := make([]string, n)
+	for i := range ids {
+		var o struct{ ID string }
+		call(t, "POST", api+"/orders", nil, map[string]any{"customer_id": "c1", "affiliate_id": "a1", "amount_cents": 1000 + i, "currency": "BRL"}, &o)
+		ids[i] = o.ID
+		if got := call(t, "POST", api+"/orders/"+o.ID+"/payments", map[string]string{"Idempotency-Key": "k-" + o.ID}, map[string]any{}, nil); got != http.StatusCreated {
+			t.Fatalf("payment %d: status %d", i, got)
+		}
+	}
+	if err := first.Wait(); err == nil {
+		t.Fatal("the first worker should have crashed at the armed fault point")
+	}
+
+	// Second worker: SIGKILLed as soon as it has sent a few notifications.
+	second := startWorkerProcess(t, env)
+	eventually(t, 30*time.Second, "a few notifications", func() (bool, string) {
+		var sent []map[string]any
+		call(t, "GET", fakesURL+"/notifications", nil, nil, &sent)
+		return len(sent) >= 3, fmt.Sprintf("%d sent", len(sent))
+	})
+	_ = second.Process.Signal(syscall.SIGKILL)
+	_ = second.Wait()
+
+	// Third worker: finishes the work, then stops on SIGTERM with exit 0.
+	third := startWorkerProcess(t, env)
+	for _, id := range ids {
+		eventually(t, 60*time.Second, "order "+id+" settled", func() (bool, string) {
+			var a audit
+			call(t, "GET", api+"/orders/"+id+"/audit", nil, nil, &a)
+			return a.allEffectsOnce(), a.String()
+		})
+	}
+	var charges, notifications []map[string]any
+	call(t, "GET", fakesURL+"/charges", nil, nil, &charges)
+	call(t, "GET", fakesURL+"/notifications", nil, nil, &notifications)
+	if len(charges) != n || len(notifications) != n {
+		t.Errorf("gateway charged %d times and provider notified %d times, want %d and %d", len(charges), len(notifications), n, n)
+	}
+
+	_ = third.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- third.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("worker exited with %v after SIGTERM, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("worker did not stop within 30s of SIGTERM")
+	}
+}
