@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // addrWatcher is the stdout of an in-process run: it remembers the
@@ -131,27 +129,13 @@ func call(t *testing.T, method, url string, headers map[string]string, body any,
 	return resp.StatusCode
 }
 
-// audit is the API's GET /orders/{id}/audit.
-type audit struct {
-	OrderID    uuid.UUID        `json:"order_id"`
-	Executions map[string]int64 `json:"executions"`
-	Effects    map[string]int64 `json:"effects"`
-}
-
 func (a audit) String() string {
 	return fmt.Sprintf("executions=%v effects=%v", a.Executions, a.Effects)
 }
 
 // allEffectsOnce reports whether every effect of a paid order with an
 // affiliate happened exactly once.
-func (a audit) allEffectsOnce() bool {
-	for _, k := range []string{"paid", "commission", "confirmation_enqueued", "confirmation_delivered", "notification_sent"} {
-		if a.Effects[k] != 1 {
-			return false
-		}
-	}
-	return true
-}
+func (a audit) allEffectsOnce() bool { return a.settled(0) }
 
 // healthy reports whether GET url answers 200; a refused connection is
 // "not yet", not a failure.

@@ -40,6 +40,7 @@ func subcommands() map[string]subcommand {
 		"api":       {"serve the HTTP API on HTTP_ADDR", runAPI},
 		"worker":    {"run the outbox relay and the order_paid and order_confirmed consumers", runWorker},
 		"fakes":     {"serve the fake payment gateway and notification provider on FAKES_ADDR", runFakes},
+		"demo":      {"walk one order through a running `orderpaid all` and show each guard answer", runDemo},
 		"all":       {"api + worker + fakes in one process: the no-Docker demo", runAll},
 		"backfill":  {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
 		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
