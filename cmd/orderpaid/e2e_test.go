@@ -15,11 +15,20 @@ import (
 // the audit and at the fake providers.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testEndToEnd(t, brokerEnv(t, b.name))
+		})
+	}
+}
+
+func testEndToEnd(t *testing.T, brokerEnv map[string]string) {
 	_, dbURL := pgtest.NewDatabase(t)
 	out := newAddrWatcher("api", "fakes")
-	startRun(t, map[string]string{
-		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "FAKES_ADDR": "127.0.0.1:0", "BROKER": "postgres",
-	}, out, "all")
+	startRun(t, merge(brokerEnv, map[string]string{
+		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "FAKES_ADDR": "127.0.0.1:0",
+	}), out, "all")
 	api, fakesURL := out.addr(t, "api"), out.addr(t, "fakes")
 
 	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })

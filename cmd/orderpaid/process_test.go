@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -53,7 +54,8 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startWorkerProcess starts `orderpaid worker` as a real child process.
+// startWorkerProcess starts `orderpaid worker` as a real child process. Its
+// output is kept and shown only if the test fails.
 func startWorkerProcess(t *testing.T, env map[string]string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"worker"}, args...)...)
@@ -61,17 +63,42 @@ func startWorkerProcess(t *testing.T, env map[string]string, args ...string) *ex
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+		_ = cmd.Process.Kill() // harmless if it already exited
+		if t.Failed() {
+			t.Logf("output of worker %d %v:\n%s", cmd.Process.Pid, args, out.tail(60))
 		}
 	})
 	return cmd
+}
+
+// syncBuffer collects a child process's output from its copying goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) tail(lines int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := strings.Split(string(s.b), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
 }
 
 // TestWorkerKilledAndRestarted pays orders while the worker process is
@@ -84,13 +111,23 @@ func TestWorkerKilledAndRestarted(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	t.Parallel()
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testWorkerKilledAndRestarted(t, brokerEnv(t, b.name))
+		})
+	}
+}
+
+func testWorkerKilledAndRestarted(t *testing.T, brokerEnv map[string]string) {
 	_, dbURL := pgtest.NewDatabase(t)
 	apiAddr, fakesAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{
-		"DATABASE_URL": dbURL, "BROKER": "postgres",
-		"HTTP_ADDR": apiAddr, "FAKES_ADDR": fakesAddr,
+		"DATABASE_URL": dbURL,
+		"HTTP_ADDR":    apiAddr, "FAKES_ADDR": fakesAddr,
 		"FAKES_URL": "http://" + fakesAddr, "WEBHOOK_URL": "http://" + apiAddr + "/webhooks/payments",
 	}
+	env = merge(brokerEnv, env)
 	startRun(t, env, newAddrWatcher(), "fakes")
 	startRun(t, env, newAddrWatcher(), "api")
 	api, fakesURL := "http://"+apiAddr, "http://"+fakesAddr
@@ -116,7 +153,7 @@ func TestWorkerKilledAndRestarted(t *testing.T) {
 
 	// Second worker: SIGKILLed as soon as it has sent a few notifications.
 	second := startWorkerProcess(t, env)
-	eventually(t, 30*time.Second, "a few notifications", func() (bool, string) {
+	eventually(t, 90*time.Second, "a few notifications", func() (bool, string) {
 		var sent []map[string]any
 		call(t, "GET", fakesURL+"/notifications", nil, nil, &sent)
 		return len(sent) >= 3, fmt.Sprintf("%d sent", len(sent))

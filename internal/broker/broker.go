@@ -29,17 +29,28 @@ type Broker struct {
 }
 
 // New connects to the broker named in cfg.Broker.
+// With cfg.BrokerPrefix set, every topic is prefixed on the broker (see
+// withPrefix).
 func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, error) {
+	var b *Broker
+	var err error
 	switch cfg.Broker {
 	case config.BrokerPostgres:
-		return newPostgres(pool, logger)
+		b, err = newPostgres(pool, logger)
 	case config.BrokerAMQP:
-		return newAMQP(ctx, cfg.AMQPURL, logger)
+		b, err = newAMQP(ctx, cfg.AMQPURL, logger)
 	case config.BrokerNATS:
-		return newNATS(ctx, cfg.NATSURL, logger)
+		b, err = newNATS(ctx, cfg.NATSURL, logger)
 	default:
 		return nil, fmt.Errorf("unknown broker %q: want postgres, amqp or nats", cfg.Broker)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BrokerPrefix != "" {
+		b.withPrefix(cfg.BrokerPrefix)
+	}
+	return b, nil
 }
 
 // Subscriber returns a subscriber for one consumer group: every group gets

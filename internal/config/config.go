@@ -6,7 +6,9 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/url"
+	"regexp"
 	"time"
 )
 
@@ -26,6 +28,7 @@ const (
 type Config struct {
 	DatabaseURL   string // DATABASE_URL
 	Broker        string // BROKER: postgres, amqp or nats
+	BrokerPrefix  string // BROKER_PREFIX: prefix of every topic on the broker (default none)
 	AMQPURL       string // AMQP_URL
 	NATSURL       string // NATS_URL
 	HTTPAddr      string // HTTP_ADDR: the API listens here
@@ -33,16 +36,22 @@ type Config struct {
 	FakesURL      string // FAKES_URL: where api and worker reach the fakes
 	WebhookURL    string // WEBHOOK_URL: where the fake gateway delivers webhooks
 	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks
+	// MetricsAddr is where `orderpaid worker` serves GET /metrics
+	// (METRICS_ADDR, e.g. :9090; default none). The api serves /metrics on
+	// HTTP_ADDR, and `all` there too.
+	MetricsAddr string
 
 	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
 
+var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
+
 // Variables lists every environment variable Load reads (OTEL_* are read by
 // the OpenTelemetry SDK itself). The compose file test checks against it.
 var Variables = []string{
-	"DATABASE_URL", "BROKER", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
-	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT",
+	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
+	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR",
 }
 
 // Load fills a Config from getenv with the documented defaults and validates
@@ -51,6 +60,7 @@ func Load(getenv func(string) string) (Config, error) {
 	cfg := Config{
 		DatabaseURL:   cmp.Or(getenv("DATABASE_URL"), "postgres://postgres@localhost:5432/postgres?sslmode=disable"),
 		Broker:        cmp.Or(getenv("BROKER"), BrokerPostgres),
+		BrokerPrefix:  getenv("BROKER_PREFIX"),
 		AMQPURL:       cmp.Or(getenv("AMQP_URL"), "amqp://guest:guest@localhost:5672/"),
 		NATSURL:       cmp.Or(getenv("NATS_URL"), "nats://localhost:4222"),
 		HTTPAddr:      cmp.Or(getenv("HTTP_ADDR"), ":8080"),
@@ -58,6 +68,7 @@ func Load(getenv func(string) string) (Config, error) {
 		FakesURL:      cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
 		WebhookURL:    cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
 		WebhookSecret: cmp.Or(getenv("WEBHOOK_SECRET"), DevWebhookSecret),
+		MetricsAddr:   getenv("METRICS_ADDR"),
 	}
 	var err error
 	cfg.ShutdownTimeout, err = time.ParseDuration(cmp.Or(getenv("SHUTDOWN_TIMEOUT"), "15s"))
@@ -68,6 +79,12 @@ func Load(getenv func(string) string) (Config, error) {
 	case BrokerPostgres, BrokerAMQP, BrokerNATS:
 	default:
 		return Config{}, fmt.Errorf("BROKER=%q: want postgres, amqp or nats", cfg.Broker)
+	}
+	if !prefixRe.MatchString(cfg.BrokerPrefix) {
+		return Config{}, fmt.Errorf("BROKER_PREFIX=%q: use at most 40 lower-case letters, digits and underscores", cfg.BrokerPrefix)
+	}
+	if _, _, err := net.SplitHostPort(cfg.MetricsAddr); cfg.MetricsAddr != "" && err != nil {
+		return Config{}, fmt.Errorf("METRICS_ADDR=%q: want host:port such as :9090", cfg.MetricsAddr)
 	}
 	for name, v := range map[string]string{
 		"DATABASE_URL": cfg.DatabaseURL, "AMQP_URL": cfg.AMQPURL, "NATS_URL": cfg.NATSURL,

@@ -15,5 +15,8 @@ SELECT
         AND o.payload -> 'metadata' ->> 'order_id' = sqlc.arg(order_id)::uuid::text) AS confirmation_enqueued,
     (SELECT count(*) FROM consumer_inbox i
       WHERE i.order_id = sqlc.arg(order_id)::uuid AND i.consumer = 'order_confirmed') AS confirmation_delivered,
-    (SELECT count(*) FROM notification_log n
-      WHERE n.order_id = sqlc.arg(order_id)::uuid AND NOT n.replayed)                 AS notification_sent;
+    -- Distinct provider notification ids: a replayed answer carries the id of
+    -- the notification first sent, so a crash that lost our log line of the
+    -- first call is still counted once, through the replay.
+    (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
+      WHERE n.order_id = sqlc.arg(order_id)::uuid)                                    AS notification_sent;

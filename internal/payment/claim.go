@@ -1,0 +1,117 @@
+package payment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/postgres"
+)
+
+// claimed is what phase 1 decided for one request: either a final response
+// (done), or the right to call the gateway for this key.
+type claimed struct {
+	order       db.Order
+	scope, key  string
+	fingerprint string
+	done        bool
+	resp        Response
+}
+
+// claim is phase 1, one transaction: load the order, then claim the key.
+//
+// Effect protected: the charge, against concurrent and repeated requests.
+// INSERT ... ON CONFLICT DO NOTHING on the primary key (scope, key) lets
+// exactly one of any number of concurrent first requests insert the row, with
+// its lock; the others wait for that insert to commit, insert nothing, and
+// read the row (resume). Nothing is written when the order does not exist or
+// the request is refused.
+func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, error) {
+	var c claimed
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		o, err := order.Get(ctx, q, req.OrderID)
+		if err != nil {
+			return err
+		}
+		// The key is scoped per customer: another customer's identical key is
+		// another key.
+		c = claimed{order: o, scope: o.CustomerID, key: req.Key, fingerprint: fingerprint(o.ID, body)}
+		lockedUntil := time.Now().Add(s.cfg.LockTimeout)
+		inserted, err := q.IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LockedUntil: &lockedUntil,
+		})
+		if err != nil {
+			return fmt.Errorf("insert idempotency key: %w", err)
+		}
+		if inserted == 0 {
+			return s.resume(ctx, q, &c)
+		}
+		return s.refuseIfPaid(ctx, q, &c)
+	})
+	if err != nil {
+		return claimed{}, fmt.Errorf("claim idempotency key for order %s: %w", req.OrderID, err)
+	}
+	return c, nil
+}
+
+// resume decides for a key that already existed, in this order:
+//
+//   - another request's fingerprint: ErrKeyMismatch;
+//   - a stored response: that response, byte for byte, Replayed;
+//   - a lock that has not expired: *InFlightError, the holder is charging;
+//   - an expired lock (the holder crashed or gave the key back): recover it
+//     with a conditional UPDATE and carry on to the gateway.
+//
+// The lock check here is a fast path that also tells the client how long
+// the holder's lock has left (Retry-After). It is not the guard: between
+// this read and the UPDATE another request may recover the key, which is
+// why recoverKey re-checks the lock in its WHERE clause.
+//
+// A recovered key goes to the gateway without the "already paid" check: that
+// check ran when the key was first claimed, and the crashed request may have
+// charged already, in which case the derived gateway key brings that charge
+// back.
+func (s *Service) resume(ctx context.Context, q *db.Queries, c *claimed) error {
+	row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
+	if err != nil {
+		return fmt.Errorf("read idempotency key: %w", err)
+	}
+	if row.Fingerprint != c.fingerprint {
+		return ErrKeyMismatch
+	}
+	if row.CompletedAt != nil {
+		c.done, c.resp = true, Response{Status: int(row.ResponseStatus.Int32), Body: row.ResponseBody, Replayed: true}
+		return nil
+	}
+	if now := time.Now(); row.LockedUntil != nil && row.LockedUntil.After(now) {
+		return inFlight(row.LockedUntil.Sub(now))
+	}
+	return s.recoverKey(ctx, q, c)
+}
+
+// recoverKey takes over a key whose lock expired.
+//
+// Failure it prevents: two retries of a crashed request both recovering the
+// key and both calling the gateway. UPDATE ... WHERE locked_until < now()
+// AND completed_at IS NULL: under READ COMMITTED a concurrent second UPDATE
+// waits for the first, re-checks its WHERE clause against the new lock, and
+// matches nothing. The one caller that changed a row goes on; the others are
+// told the key is in flight, for as long as the winner's new lock lasts.
+func (s *Service) recoverKey(ctx context.Context, q *db.Queries, c *claimed) error {
+	lockedUntil := time.Now().Add(s.cfg.LockTimeout)
+	won, err := q.IdempotencyKeyRecover(ctx, db.IdempotencyKeyRecoverParams{
+		LockedUntil: &lockedUntil, Scope: c.scope, Key: c.key,
+	})
+	if err != nil {
+		return fmt.Errorf("recover idempotency key: %w", err)
+	}
+	if won == 0 {
+		return inFlight(s.cfg.LockTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxGatewayBody bounds how much of a gateway answer is read and stored.
+const maxGatewayBody = 1 << 20
+
+// defaultGatewayTimeout bounds one charge call when NewGatewayClient is given
+// no client. It must stay well below Config.LockTimeout: a call still running
+// when the key's lock expires lets a retry recover the key and call too (the
+// gateway dedupes that, but it is wasted work).
+const defaultGatewayTimeout = 10 * time.Second
+
+// GatewayClient calls the payment gateway's POST /charges.
+type GatewayClient struct {
+	baseURL string
+	hc      *http.Client
+}
+
+// NewGatewayClient returns a client for the gateway at baseURL (such as
+// FAKES_URL). A nil hc gets a client with a 10s timeout.
+func NewGatewayClient(baseURL string, hc *http.Client) *GatewayClient {
+	if hc == nil {
+		hc = &http.Client{Timeout: defaultGatewayTimeout}
+	}
+	return &GatewayClient{baseURL: strings.TrimRight(baseURL, "/"), hc: hc}
+}
+
+// ChargeRequest is the body of the gateway's POST /charges.
+type ChargeRequest struct {
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+}
+
+// GatewayAnswer is the gateway's HTTP answer to a charge, whatever its status.
+type GatewayAnswer struct {
+	Status int
+	Body   []byte
+	// Replayed: the gateway answered from its idempotency store
+	// (Idempotent-Replayed: true); this call charged nothing.
+	Replayed bool
+}
+
+// Charge sends one POST /charges with idempotencyKey in the Idempotency-Key
+// header. Every HTTP answer, 4xx and 5xx included, is returned as a
+// GatewayAnswer; the error is for calls that got no answer (connection
+// refused, timeout, cancelled context), after which the charge may or may not
+// have happened.
+func (c *GatewayClient) Charge(ctx context.Context, idempotencyKey string, req ChargeRequest) (GatewayAnswer, error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return GatewayAnswer{}, fmt.Errorf("encode charge request: %w", err)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/charges", bytes.NewReader(payload))
+	if err != nil {
+		return GatewayAnswer{}, fmt.Errorf("build charge request: %w", err)
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Idempotency-Key", idempotencyKey)
+	resp, err := c.hc.Do(httpReq)
+	if err != nil {
+		return GatewayAnswer{}, fmt.Errorf("call payment gateway: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayBody))
+	if err != nil {
+		return GatewayAnswer{}, fmt.Errorf("read payment gateway answer (status %d): %w", resp.StatusCode, err)
+	}
+	return GatewayAnswer{
+		Status:   resp.StatusCode,
+		Body:     body,
+		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
+	}, nil
+}

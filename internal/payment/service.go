@@ -1,0 +1,119 @@
+package payment
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/faultpoint"
+)
+
+// FaultBeforeGatewayCall fires after phase 1 committed the key's lock and
+// before the gateway is called. Armed in Fail mode it makes Pay return
+// faultpoint.ErrInjected without releasing the key: what a crash at that
+// moment leaves behind, a key locked until its lock expires.
+const FaultBeforeGatewayCall = "payment.before_gateway_call"
+
+// Config tunes the Service and the Cleaner. Zero values take the documented
+// defaults.
+type Config struct {
+	// LockTimeout is how long a request holds its key before another request
+	// with the same key may assume it crashed and recover the key (default
+	// 30s). It must be longer than the slowest gateway call, or a slow
+	// request is "recovered" while it still runs.
+	LockTimeout time.Duration
+	// Retention is how long a completed key is kept, and so how long a retry
+	// gets the stored response (default 24h). Read by the Cleaner.
+	Retention time.Duration
+	// CleanInterval is how often Cleaner.Run deletes expired keys (default 1h).
+	CleanInterval time.Duration
+	// WithoutKey switches the guard off (workshop and scenarios only): see
+	// payUnguarded.
+	WithoutKey bool
+}
+
+func (c Config) withDefaults() Config {
+	c.LockTimeout = cmp.Or(c.LockTimeout, 30*time.Second)
+	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
+	c.CleanInterval = cmp.Or(c.CleanInterval, time.Hour)
+	return c
+}
+
+// Service charges orders under Idempotency-Keys. It is safe for concurrent
+// use, also from several processes sharing one database: every decision
+// about a key is taken by PostgreSQL.
+type Service struct {
+	pool   *pgxpool.Pool
+	gw     *GatewayClient
+	faults *faultpoint.Set
+	cfg    Config
+}
+
+// NewService returns a Service storing keys through pool and charging through
+// gw. faults may be nil (no fault injection).
+func NewService(pool *pgxpool.Pool, gw *GatewayClient, faults *faultpoint.Set, cfg Config) *Service {
+	return &Service{pool: pool, gw: gw, faults: faults, cfg: cfg.withDefaults()}
+}
+
+// Request is one POST /orders/{id}/payments as the HTTP layer received it.
+type Request struct {
+	OrderID uuid.UUID
+	Key     string // the Idempotency-Key header
+	Body    []byte // the raw request body; may be empty
+}
+
+// Response is what the HTTP layer writes back verbatim: a stored response is
+// repeated byte for byte. Bodies of status 400 and above are
+// application/problem+json, the others application/json.
+type Response struct {
+	Status int
+	Body   []byte
+	// Replayed: this response was stored by an earlier request with the same
+	// key (Idempotent-Replayed: true); this request performed nothing.
+	Replayed bool
+}
+
+// Pay charges the order at most once per key, in three atomic phases:
+//
+//  1. claim the key in one transaction (claim.go): or answer from the store,
+//     or refuse with ErrKeyMismatch or *InFlightError;
+//  2. call the gateway with the derived key GatewayKey(scope, key);
+//  3. store the gateway's definitive answer, or release the key after a
+//     transient failure (complete.go).
+//
+// Errors: ErrKeyMissing, ErrInvalidBody, order.ErrNotFound, ErrKeyMismatch,
+// *InFlightError, ErrGatewayUnavailable; anything else is an internal error
+// after which the key is either untouched or locked until LockTimeout.
+func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
+	if s.cfg.WithoutKey {
+		return s.payUnguarded(ctx, req)
+	}
+	if err := checkKey(req.Key); err != nil {
+		return Response{}, err
+	}
+	body, err := DecodeBody(req.Body)
+	if err != nil {
+		return Response{}, err
+	}
+	c, err := s.claim(ctx, req, body)
+	if err != nil {
+		return Response{}, err
+	}
+	if c.done {
+		return c.resp, nil
+	}
+	if err := s.faults.Hit(FaultBeforeGatewayCall); err != nil {
+		// A crash here: the key stays locked until LockTimeout.
+		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
+	}
+	answer, callErr := s.gw.Charge(ctx, GatewayKey(c.scope, c.key), ChargeRequest{
+		OrderID:     c.order.ID.String(),
+		AmountCents: c.order.AmountCents,
+		Currency:    c.order.Currency,
+	})
+	return s.complete(ctx, c, answer, callErr)
+}

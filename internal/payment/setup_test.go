@@ -1,0 +1,174 @@
+package payment_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/pgtest"
+)
+
+// bundle is one test's world: its own database, a fake gateway served over
+// real HTTP, and a Service wired to both.
+type bundle struct {
+	pool   *pgxpool.Pool
+	svc    *payment.Service
+	gw     *fakes.Gateway
+	url    string
+	client *payment.GatewayClient
+
+	mu    sync.Mutex
+	calls map[string]int // order id -> POST /charges requests that reached the gateway
+}
+
+// setup builds a bundle whose Service uses cfg and no fault points.
+func setup(t *testing.T, cfg payment.Config) *bundle {
+	t.Helper()
+	pool, _ := pgtest.NewDatabase(t)
+	g := fakes.NewGateway(fakes.GatewayConfig{}) // no WebhookURL: no webhooks
+	t.Cleanup(g.Close)
+	b := &bundle{pool: pool, gw: g, calls: map[string]int{}}
+	srv := httptest.NewServer(b.counting(fakes.New(g, fakes.NewNotifier())))
+	t.Cleanup(srv.Close)
+	b.url = srv.URL
+	b.client = payment.NewGatewayClient(srv.URL, srv.Client())
+	b.svc = b.service(cfg, nil)
+	return b
+}
+
+// service returns another Service on the same database and gateway.
+func (b *bundle) service(cfg payment.Config, faults *faultpoint.Set) *payment.Service {
+	return payment.NewService(b.pool, b.client, faults, cfg)
+}
+
+// counting counts the charge requests that reach the gateway, per order: the
+// number of times our code called it, replays included.
+func (b *bundle) counting(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/charges" {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req payment.ChargeRequest
+			_ = json.Unmarshal(body, &req)
+			b.mu.Lock()
+			b.calls[req.OrderID]++
+			b.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// gatewayCalls is how many charge requests for the order reached the gateway.
+func (b *bundle) gatewayCalls(o db.Order) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls[o.ID.String()]
+}
+
+// charges is the charges the gateway actually made for the order.
+func (b *bundle) charges(o db.Order) []fakes.Charge {
+	var out []fakes.Charge
+	for _, c := range b.gw.Charges() {
+		if c.OrderID == o.ID.String() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// newOrder creates a pending order of 100.00 BRL for customer.
+func (b *bundle) newOrder(t *testing.T, customer string) db.Order {
+	t.Helper()
+	o, err := order.Create(context.Background(), db.New(b.pool), order.NewOrder{
+		CustomerID: customer, AmountCents: 10000, Currency: "BRL",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// control sets the fake gateway's misbehaviour over HTTP, the documented way.
+func (b *bundle) control(t *testing.T, c fakes.GatewayControl) {
+	t.Helper()
+	body, _ := json.Marshal(c)
+	resp, err := http.Post(b.url+"/control/gateway", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /control/gateway: %d", resp.StatusCode)
+	}
+}
+
+// keyRow reads the stored key, failing the test if there is none.
+func (b *bundle) keyRow(t *testing.T, scope, key string) db.IdempotencyKey {
+	t.Helper()
+	row, err := db.New(b.pool).IdempotencyKeyGet(context.Background(), db.IdempotencyKeyGetParams{Scope: scope, Key: key})
+	if err != nil {
+		t.Fatalf("read key %s/%s: %v", scope, key, err)
+	}
+	return row
+}
+
+// keyCount is how many keys are stored for the order.
+func (b *bundle) keyCount(t *testing.T, orderID uuid.UUID) int {
+	t.Helper()
+	var n int
+	err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys WHERE order_id = $1", orderID).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// pay calls Pay with a fresh context.
+func pay(svc *payment.Service, o db.Order, key, body string) (payment.Response, error) {
+	return svc.Pay(context.Background(), payment.Request{OrderID: o.ID, Key: key, Body: []byte(body)})
+}
+
+// mustCharge pays and checks that this call charged: 201, not replayed.
+func mustCharge(t *testing.T, svc *payment.Service, o db.Order, key string) payment.Response {
+	t.Helper()
+	resp, err := pay(svc, o, key, "")
+	if err != nil {
+		t.Fatalf("pay: %v", err)
+	}
+	if resp.Status != http.StatusCreated || resp.Replayed {
+		t.Fatalf("pay = %d replayed=%v %s, want 201 not replayed", resp.Status, resp.Replayed, resp.Body)
+	}
+	return resp
+}
+
+// charged is the 201 body.
+type charged struct {
+	OrderID string       `json:"order_id"`
+	Status  string       `json:"status"`
+	Charge  fakes.Charge `json:"charge"`
+}
+
+func decodeCharged(t *testing.T, body []byte) charged {
+	t.Helper()
+	var c charged
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("decode 201 body %s: %v", body, err)
+	}
+	return c
+}

@@ -1,0 +1,40 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/order"
+)
+
+// payUnguarded is the mistake the Idempotency-Key prevents, kept for the
+// scenario "--without idempotency-key" (Config.WithoutKey): no key store and a
+// fresh gateway key per request, so a client that retries after a timeout is
+// charged again.
+func (s *Service) payUnguarded(ctx context.Context, req Request) (Response, error) {
+	if _, err := DecodeBody(req.Body); err != nil {
+		return Response{}, err
+	}
+	o, err := order.Get(ctx, db.New(s.pool), req.OrderID)
+	if err != nil {
+		return Response{}, err
+	}
+	answer, err := s.gw.Charge(ctx, uuid.NewString(), ChargeRequest{
+		OrderID: o.ID.String(), AmountCents: o.AmountCents, Currency: o.Currency,
+	})
+	switch {
+	case err != nil:
+		return Response{}, fmt.Errorf("%w: %v", ErrGatewayUnavailable, err)
+	case answer.Status/100 == 2 && json.Valid(answer.Body):
+		return chargedResponse(o.ID, answer.Body), nil
+	case answer.Status/100 == 4:
+		return refusedResponse(answer), nil
+	default:
+		return Response{}, fmt.Errorf("%w: gateway answered %s", ErrGatewayUnavailable, http.StatusText(answer.Status))
+	}
+}

@@ -1,0 +1,42 @@
+-- name: RetentionDeleteWebhookInbox :execrows
+-- Provider events received before cutoff. A provider retries a delivery for
+-- a bounded time (Stripe: 3 days); past that, the same event id cannot come
+-- back, so its inbox row can go.
+DELETE FROM webhook_inbox
+WHERE event_id IN (
+    SELECT w.event_id FROM webhook_inbox w
+    WHERE w.received_at < sqlc.arg(cutoff)::timestamptz
+    ORDER BY w.received_at
+    LIMIT sqlc.arg(batch_size)
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: RetentionDeleteConsumerInbox :execrows
+-- Consumer inbox rows processed before cutoff, except those whose message
+-- still has a copy in the outbox written after cutoff: a copy re-enqueued
+-- recently (reprocess --message, a relay re-forward) can still be delivered,
+-- and its inbox row must still answer "already handled".
+DELETE FROM consumer_inbox
+WHERE (consumer, message_id) IN (
+    SELECT c.consumer, c.message_id FROM consumer_inbox c
+    WHERE c.processed_at < sqlc.arg(cutoff)::timestamptz
+      AND NOT EXISTS (
+        SELECT 1 FROM watermill_outbox o
+        WHERE o.created_at >= sqlc.arg(cutoff)::timestamptz::timestamp
+          AND o.payload ->> 'uuid' = c.message_id)
+    ORDER BY c.processed_at
+    LIMIT sqlc.arg(batch_size)
+    FOR UPDATE OF c SKIP LOCKED
+);
+
+-- name: RetentionDeleteExecutions :execrows
+-- Execution log rows written before cutoff. The log is evidence for the
+-- audit, never consulted by a guard.
+DELETE FROM executions
+WHERE id IN (
+    SELECT e.id FROM executions e
+    WHERE e.created_at < sqlc.arg(cutoff)::timestamptz
+    ORDER BY e.id
+    LIMIT sqlc.arg(batch_size)
+    FOR UPDATE SKIP LOCKED
+);
