@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Every subcommand has -h, and every command-line mistake is a usageError
+// (exit 2) whose message names the problem.
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	getenv := func(k string) string { return map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable"}[k] }
+	for name := range subcommands() {
+		var out strings.Builder
+		err := run(context.Background(), []string{"orderpaid", name, "-h"}, getenv, &out, &out)
+		if err != nil || !strings.Contains(out.String(), "usage: orderpaid "+name) {
+			t.Errorf("%s -h: err=%v output=%q, want usage and no error", name, err, out.String())
+		}
+	}
+	tests := []struct {
+		args []string
+		want string // in the error message
+	}{
+		{[]string{"orderpaid"}, "no subcommand"},
+		{[]string{"orderpaid", "launch"}, `unknown subcommand "launch"`},
+		{[]string{"orderpaid", "api", "--port", "1"}, "flag provided but not defined: -port"},
+		{[]string{"orderpaid", "worker", "--without", "seatbelt"}, `unknown guard "seatbelt"`},
+		{[]string{"orderpaid", "worker", "--faults", "x"}, "want name=mode"},
+		{[]string{"orderpaid", "backfill"}, "--from is required"},
+		{[]string{"orderpaid", "backfill", "--from", "yesterday"}, "not an RFC 3339 time"},
+		{[]string{"orderpaid", "backfill", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"}, "must be after"},
+		{[]string{"orderpaid", "backfill", "--from", "2026-11-01T00:00:00Z", "--batch", "0"}, "--batch"},
+		{[]string{"orderpaid", "migrate", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		var out strings.Builder
+		err := run(context.Background(), tt.args, getenv, &out, &out)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args[1:], err, tt.want)
+		}
+	}
+	err := run(context.Background(), []string{"orderpaid", "api"}, func(k string) string {
+		return map[string]string{"BROKER": "kafka"}[k]
+	}, &strings.Builder{}, &strings.Builder{})
+	if !strings.Contains(errString(err), "BROKER") {
+		t.Errorf("BROKER=kafka: err = %v, want one naming BROKER", err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
