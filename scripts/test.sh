@@ -20,5 +20,11 @@ go tool -modfile=scripts/tools/go.mod sqlc diff || {
 step "go vet"
 go vet ./...
 
+step "fuzz: 10s per target (the committed corpus also runs in go test)"
+for target in "FuzzParse ./internal/webhook" "FuzzVerify ./internal/webhook" "FuzzDecodeBody ./internal/payment"; do
+  set -- $target
+  go test -run '^$' -fuzz "^$1\$" -fuzztime 10s "$2" | tail -1
+done
+
 step "go test (real PostgreSQL, RabbitMQ, NATS)"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/orderpaid-test.log
