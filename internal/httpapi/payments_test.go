@@ -1,0 +1,127 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/webhook"
+)
+
+// paySetup is an API whose payments go to a fake gateway that is slow enough
+// for concurrent requests to overlap.
+func paySetup(t *testing.T, delayMS int) (*bundle, *fakes.Gateway) {
+	t.Helper()
+	pool, _ := pgtest.NewDatabase(t)
+	gw := fakes.NewGateway(fakes.GatewayConfig{})
+	t.Cleanup(gw.Close)
+	if err := gw.SetControl(fakes.GatewayControl{DelayMS: delayMS}); err != nil {
+		t.Fatal(err)
+	}
+	gwSrv := httptest.NewServer(fakes.New(gw, fakes.NewNotifier()))
+	t.Cleanup(gwSrv.Close)
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
+		Pool:     pool,
+		Ingestor: webhook.NewIngestor(pool, secret),
+		Payments: payment.NewService(pool, payment.NewGatewayClient(gwSrv.URL, nil), nil, payment.Config{}),
+		Ready:    map[string]func(context.Context) error{"database": pool.Ping},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}))
+	t.Cleanup(srv.Close)
+	return &bundle{pool: pool, url: srv.URL}, gw
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (b *bundle) pay(t *testing.T, orderID, key, body string) answer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", b.url+"/orders/"+orderID+"/payments", strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, raw}
+}
+
+func TestPaymentsIdempotencyKeyOverHTTP(t *testing.T) {
+	t.Parallel()
+	b, gw := paySetup(t, 0)
+	o := b.newOrder(t).ID.String()
+
+	first := b.pay(t, o, "k1", `{}`)
+	again := b.pay(t, o, "k1", `{}`)
+	if first.status != http.StatusCreated || again.status != first.status || !bytes.Equal(again.body, first.body) {
+		t.Fatalf("replay: first %d %s, again %d %s; want the same 201 twice", first.status, first.body, again.status, again.body)
+	}
+	if first.header.Get("Idempotent-Replayed") != "false" || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("Idempotent-Replayed: first %q, again %q", first.header.Get("Idempotent-Replayed"), again.header.Get("Idempotent-Replayed"))
+	}
+	if got := b.pay(t, o, "k1", `{"payment_method":"pm_other"}`); got.status != http.StatusUnprocessableEntity {
+		t.Errorf("same key, other body: %d %s, want 422", got.status, got.body)
+	}
+	if got := b.pay(t, o, "", `{}`); got.status != http.StatusBadRequest || !strings.Contains(string(got.body), "Idempotency-Key") {
+		t.Errorf("missing key: %d %s, want 400 naming Idempotency-Key", got.status, got.body)
+	}
+	if got := b.pay(t, o, "k2", `{"payment_method":`); got.status != http.StatusBadRequest {
+		t.Errorf("malformed body: %d %s, want 400", got.status, got.body)
+	}
+	if got := b.pay(t, "7b0e5d6e-8a4f-4d7e-9d43-3c1f5a2b9e10", "k3", `{}`); got.status != http.StatusNotFound {
+		t.Errorf("unknown order: %d %s, want 404", got.status, got.body)
+	}
+	if n := len(gw.Charges()); n != 1 {
+		t.Errorf("gateway charges = %d, want 1", n)
+	}
+}
+
+// Twenty clients send the same key at once: one charge at the gateway; the
+// others get the stored response or 409 with Retry-After.
+func TestPaymentsConcurrentRequestsWithOneKey(t *testing.T) {
+	t.Parallel()
+	b, gw := paySetup(t, 300)
+	o := b.newOrder(t).ID.String()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	start := make(chan struct{})
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			a := b.pay(t, o, "same-key", `{}`)
+			if a.status == http.StatusConflict && a.header.Get("Retry-After") == "" {
+				t.Errorf("409 without Retry-After")
+			}
+			mu.Lock()
+			statuses[a.status]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := len(gw.Charges()); n != 1 {
+		t.Errorf("gateway charges = %d, want exactly 1", n)
+	}
+	if statuses[http.StatusCreated] < 1 || statuses[http.StatusCreated]+statuses[http.StatusConflict] != 20 {
+		t.Errorf("statuses = %v, want 201s and 409s only", statuses)
+	}
+}
