@@ -28,3 +28,6 @@ done
 
 step "go test (real PostgreSQL, RabbitMQ, NATS)"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/orderpaid-test.log
+
+step "broker outage on RabbitMQ (stops and starts the local RabbitMQ app, so it runs alone)"
+ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestBrokerDownAndBack/amqp' ./cmd/orderpaid
