@@ -11,7 +11,9 @@ import (
 // (exit 2) whose message names the problem.
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
-	getenv := func(k string) string { return map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable"}[k] }
+	getenv := func(k string) string {
+		return map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none?sslmode=disable"}[k]
+	}
 	for name := range subcommands() {
 		var out strings.Builder
 		err := run(context.Background(), []string{"orderpaid", name, "-h"}, getenv, &out, &out)

@@ -101,6 +101,30 @@ func (s *syncBuffer) tail(lines int) string {
 	return strings.Join(all, "\n")
 }
 
+// splitStack is api and fakes running in-process on their own free ports,
+// with the environment a worker process needs to join them.
+type splitStack struct {
+	env        map[string]string
+	api, fakes string // base URLs
+}
+
+// startSplitStack starts api and fakes in-process against a fresh database;
+// the test starts its worker processes itself.
+func startSplitStack(t *testing.T, brokerEnv map[string]string) splitStack {
+	t.Helper()
+	_, dbURL := pgtest.NewDatabase(t)
+	apiAddr, fakesAddr := freeAddr(t), freeAddr(t)
+	env := merge(brokerEnv, map[string]string{
+		"DATABASE_URL": dbURL, "HTTP_ADDR": apiAddr, "FAKES_ADDR": fakesAddr,
+		"FAKES_URL": "http://" + fakesAddr, "WEBHOOK_URL": "http://" + apiAddr + "/webhooks/payments",
+	})
+	startRun(t, env, newAddrWatcher(), "fakes")
+	startRun(t, env, newAddrWatcher(), "api")
+	st := splitStack{env: env, api: "http://" + apiAddr, fakes: "http://" + fakesAddr}
+	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(st.api + "/healthz") })
+	return st
+}
+
 // TestWorkerKilledAndRestarted pays orders while the worker process is
 // SIGKILLed mid-flow, once at a random moment and once right after the
 // notification provider answered (before the inbox row was written), then
@@ -120,18 +144,8 @@ func TestWorkerKilledAndRestarted(t *testing.T) {
 }
 
 func testWorkerKilledAndRestarted(t *testing.T, brokerEnv map[string]string) {
-	_, dbURL := pgtest.NewDatabase(t)
-	apiAddr, fakesAddr := freeAddr(t), freeAddr(t)
-	env := map[string]string{
-		"DATABASE_URL": dbURL,
-		"HTTP_ADDR":    apiAddr, "FAKES_ADDR": fakesAddr,
-		"FAKES_URL": "http://" + fakesAddr, "WEBHOOK_URL": "http://" + apiAddr + "/webhooks/payments",
-	}
-	env = merge(brokerEnv, env)
-	startRun(t, env, newAddrWatcher(), "fakes")
-	startRun(t, env, newAddrWatcher(), "api")
-	api, fakesURL := "http://"+apiAddr, "http://"+fakesAddr
-	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
+	st := startSplitStack(t, brokerEnv)
+	env, api, fakesURL := st.env, st.api, st.fakes
 
 	// First worker: dies (exit 137, like SIGKILL) right after its first
 	// provider call, before the inbox row.

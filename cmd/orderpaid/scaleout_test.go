@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/orderpaid/orderpaid/internal/pgtest"
 )
 
 // TestScaleOut runs three worker processes (three relays, three sets of
@@ -28,16 +26,8 @@ func TestScaleOut(t *testing.T) {
 }
 
 func testScaleOut(t *testing.T, brokerEnv map[string]string) {
-	_, dbURL := pgtest.NewDatabase(t)
-	apiAddr, fakesAddr := freeAddr(t), freeAddr(t)
-	env := merge(brokerEnv, map[string]string{
-		"DATABASE_URL": dbURL, "HTTP_ADDR": apiAddr, "FAKES_ADDR": fakesAddr,
-		"FAKES_URL": "http://" + fakesAddr, "WEBHOOK_URL": "http://" + apiAddr + "/webhooks/payments",
-	})
-	startRun(t, env, newAddrWatcher(), "fakes")
-	startRun(t, env, newAddrWatcher(), "api")
-	api, fakesURL := "http://"+apiAddr, "http://"+fakesAddr
-	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
+	st := startSplitStack(t, brokerEnv)
+	env, api, fakesURL := st.env, st.api, st.fakes
 	for i := 0; i < 3; i++ {
 		startWorkerProcess(t, env)
 	}
