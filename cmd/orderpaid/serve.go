@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/poison"
 	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 	"github.com/orderpaid/orderpaid/internal/worker"
 )
@@ -48,6 +50,7 @@ func serve(e env, name string, p process) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	faultSpec := fs.String("faults", "", "arm fault points, e.g. order_paid.after_mark_paid=error:1 (tests and scenarios only)")
 	withoutList := fs.String("without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
+	dedupe := fs.Bool("dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only)")
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
@@ -55,6 +58,11 @@ func serve(e env, name string, p process) error {
 	if err != nil {
 		return err
 	}
+	tel, logger, flushTelemetry, err := startTelemetry(e, name, cfg.ShutdownTimeout, logger)
+	if err != nil {
+		return err
+	}
+	defer flushTelemetry()
 	faults, err := faultpoint.Parse(*faultSpec, crashNow)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: --faults: %w", name, err)}
@@ -115,26 +123,32 @@ func serve(e env, name string, p process) error {
 	defer b.Close()
 
 	if p.api {
-		ingestor := webhook.NewIngestor(pool, []byte(cfg.WebhookSecret))
+		ingestor := webhook.NewIngestor(pool, []byte(cfg.WebhookSecret)).WithMetrics(tel.Metrics)
 		if !guards.WebhookInbox {
 			ingestor = ingestor.WithoutInbox()
 		}
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
 			Ingestor: ingestor,
-			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, nil), faults, payment.Config{}),
+			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), faults, payment.Config{WithoutKey: !guards.IdempotencyKey}),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
 				"broker":   b.Ping,
 			},
-			Logger: logger,
+			Logger:    logger,
+			Telemetry: tel,
 		})
 		serveHTTP(ctx, g, "api", apiLn, api, cfg.ShutdownTimeout, logger)
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		if err := startWorker(ctx, g, cfg, pool, b, faults, guards, wmLogger); err != nil {
+		if err := startWorker(ctx, g, cfg, pool, b, faults, guards, wmLogger, *dedupe, tel, logger); err != nil {
 			return err
+		}
+		if !p.api {
+			if err := serveWorkerMetrics(ctx, g, e, cfg, tel, logger); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(e.stdout, "worker running (broker %s)\n", b.Name)
 	}
@@ -143,7 +157,7 @@ func serve(e env, name string, p process) error {
 
 // startWorker provisions the consumers' queues, then starts the relay and the
 // consumers' router.
-func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, guards guard.Set, logger watermill.LoggerAdapter) error {
+func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, guards guard.Set, logger watermill.LoggerAdapter, dedupe bool, tel *telemetry.Telemetry, slogger *slog.Logger) error {
 	for topic, group := range map[string]string{
 		event.TopicOrderPaid:      worker.HandlerOrderPaid,
 		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
@@ -152,12 +166,31 @@ func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool
 			return err
 		}
 	}
-	relay, err := outbox.NewRelay(pool, b.Publisher, logger, outbox.RelayConfig{CloseTimeout: cfg.ShutdownTimeout})
+	system := telemetry.MessagingSystem(b.Name)
+	relay, err := outbox.NewRelay(pool, b.Publisher, logger, outbox.RelayConfig{
+		CloseTimeout: cfg.ShutdownTimeout, TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,
+	})
 	if err != nil {
 		return err
 	}
-	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, nil), b.Publisher, faults, guards)
-	router, err := worker.NewRouter(b, consumers, poison.NewStore(db.New(pool)), logger, worker.RouterConfig{CloseTimeout: cfg.ShutdownTimeout})
+	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, faults, guards).
+		WithTelemetry(tel.Metrics, slogger)
+	if err := telemetry.ObserveQueues(tel.MeterProvider, db.New(pool).OutboxBacklog, db.New(pool).PoisonCountPending); err != nil {
+		return err
+	}
+	var inner []message.HandlerMiddleware
+	if dedupe {
+		mw, err := worker.DedupeExecutions(0, logger)
+		if err != nil {
+			return err
+		}
+		inner = append(inner, mw)
+	}
+	router, err := worker.NewRouter(b, consumers, poison.NewStore(db.New(pool)), logger, worker.RouterConfig{
+		CloseTimeout: cfg.ShutdownTimeout,
+		Outer:        []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},
+		Inner:        inner,
+	})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
@@ -19,6 +20,9 @@ type Deps struct {
 	// Ready lists the checks /readyz runs, by name (database, broker).
 	Ready  map[string]func(ctx context.Context) error
 	Logger *slog.Logger
+	// Telemetry traces every request (a span per request, named by route),
+	// records the HTTP metrics and serves GET /metrics. nil: none of that.
+	Telemetry *telemetry.Telemetry
 }
 
 type server struct {
@@ -26,7 +30,7 @@ type server struct {
 	q *db.Queries
 }
 
-// NewServer returns the API as one http.Handler.
+// NewServer returns the API as one http.Handler (routes.go lists the routes).
 func NewServer(d Deps) http.Handler {
 	s := &server{Deps: d, q: db.New(d.Pool)}
 	return s.routes()

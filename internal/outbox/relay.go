@@ -11,6 +11,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // RelayConfig tunes the relay. Zero values take the documented defaults.
@@ -22,6 +29,14 @@ type RelayConfig struct {
 	PollInterval time.Duration
 	// CloseTimeout bounds the wait for in-flight publishes at shutdown (default 10s).
 	CloseTimeout time.Duration
+	// TracerProvider traces each relayed message as a span "relay <topic>"
+	// (default: none).
+	TracerProvider trace.TracerProvider
+	// System is the messaging.system of the broker out publishes to, for the
+	// spans (telemetry.MessagingSystem of the broker's name).
+	System string
+	// Metrics receives the relay lag (default: not recorded).
+	Metrics *telemetry.Metrics
 }
 
 // Relay copies committed outbox rows to the broker, at least once.
@@ -44,7 +59,12 @@ func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.Logger
 	if err != nil {
 		return nil, fmt.Errorf("create outbox subscriber: %w", err)
 	}
-	fwd, err := forwarder.NewForwarder(sub, out, logger, forwarder.Config{
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	traced := tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics}
+	fwd, err := forwarder.NewForwarder(sub, traced, logger, forwarder.Config{
 		ForwarderTopic: Topic,
 		CloseTimeout:   cmp.Or(cfg.CloseTimeout, 10*time.Second),
 	})
@@ -75,3 +95,51 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // Running is closed once the relay is subscribed and relaying.
 func (r *Relay) Running() chan struct{} { return r.fwd.Running() }
+
+// tracedPublisher sits between the forwarder and the broker. For each
+// message it continues the trace the outbox write put in the metadata with a
+// PRODUCER span "relay <topic>", writes that span's context into the
+// metadata in its place (so the consumer's span is the relay's child), and
+// records the lag since the outbox write. A message the relay publishes
+// twice (at-least-once) shows as two relay spans under one outbox write.
+type tracedPublisher struct {
+	next    message.Publisher
+	tracer  trace.Tracer
+	system  string
+	metrics *telemetry.Metrics
+}
+
+// Publish relays msgs to topic, one span per message.
+func (p tracedPublisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, m := range msgs {
+		if err := p.publish(topic, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p tracedPublisher) publish(topic string, m *message.Message) error {
+	ctx, span := p.tracer.Start(telemetry.ExtractMessage(m.Context(), m), "relay "+topic,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.MessageAttributes(p.system, topic, m)...),
+		trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("relay")))
+	defer span.End()
+	ctx = telemetry.WithMessageOrderID(ctx, m)
+	if written, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataWrittenAt)); err == nil {
+		lag := time.Since(written)
+		span.SetAttributes(attribute.Float64("outbox.relay.lag_seconds", lag.Seconds()))
+		p.metrics.RelayLag(ctx, topic, lag)
+	}
+	telemetry.InjectMessage(ctx, m)
+	m.SetContext(ctx)
+	if err := p.next.Publish(topic, m); err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return err
+	}
+	return nil
+}
+
+// Close closes the broker publisher.
+func (p tracedPublisher) Close() error { return p.next.Close() }

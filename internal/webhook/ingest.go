@@ -9,6 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
@@ -16,6 +19,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // ErrAmountMismatch means the event's amount differs from the order's: the
@@ -40,6 +44,8 @@ type Ingestor struct {
 	now       func() time.Time
 	// inbox is the guard; false only in the scenario "--without webhook-inbox".
 	inbox bool
+	// metrics counts signature failures and the inbox's answers (nil: not counted).
+	metrics *telemetry.Metrics
 }
 
 // NewIngestor returns an Ingestor checking signatures with secret.
@@ -55,17 +61,42 @@ func (in *Ingestor) WithoutInbox() *Ingestor {
 	return &c
 }
 
+// WithMetrics returns a copy that counts refused signatures and the inbox's
+// answers in m.
+func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {
+	c := *in
+	c.metrics = m
+	return &c
+}
+
 // Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
 // (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
 // nothing is written. A duplicate is not an error: it returns AlreadyApplied.
-func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (Result, error) {
+//
+// Traced as a span "webhook ingest" under the request's span, started once
+// the event is parsed and its order known, so that it and everything under
+// it carry order.id; the request's span gets order.id too.
+func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (res Result, err error) {
 	if err := Verify(in.secret, signature, body, in.now(), in.tolerance); err != nil {
+		in.metrics.SignatureFailure(ctx, signatureFailureReason(err))
 		return Result{}, err
 	}
 	ev, err := Parse(body)
 	if err != nil {
 		return Result{}, err
 	}
+	if ev.Data.OrderID != uuid.Nil {
+		ctx = telemetry.WithOrderID(ctx, ev.Data.OrderID.String()) // the request's span, and all below
+	}
+	ctx, span := telemetry.TracerFrom(ctx).Start(ctx, "webhook ingest", trace.WithAttributes(
+		attribute.String("webhook.event.id", ev.ID), attribute.String("webhook.event.type", ev.Type)))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	if ev.Type != EventPaymentSucceeded {
 		return Result{EventID: ev.ID, Outcome: Ignored}, nil
 	}
@@ -92,8 +123,12 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 // commits, then inserts nothing; its outcome is AlreadyApplied and it writes
 // no outbox row. Because both writes share the transaction, there is no
 // moment where the event is recorded but order_paid is not, or the reverse.
+//
+// Traced as the span "effect payment_event_accepted" (technique
+// webhook_inbox) with the inbox's answer; the outbox write nests under it.
 func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
 	outcome := effect.Applied
+	ctx, step := telemetry.StartStep(ctx, in.metrics, "payment_event_accepted", effect.WebhookInbox)
 	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
 		if in.inbox {
 			n, err := db.New(tx).WebhookInboxInsert(ctx, db.WebhookInboxInsertParams{
@@ -117,7 +152,26 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 		return outbox.Publish(ctx, tx, event.TopicOrderPaid, msg)
 	})
 	if err != nil {
-		return "", fmt.Errorf("accept event %s: %w", ev.ID, err)
+		err = fmt.Errorf("accept event %s: %w", ev.ID, err)
+		step.Fail(err)
+		return "", err
 	}
+	step.End(outcome)
 	return outcome, nil
+}
+
+// signatureFailureReason names a signature error for the failure counter.
+func signatureFailureReason(err error) string {
+	switch {
+	case errors.Is(err, ErrSignatureMissing):
+		return "missing"
+	case errors.Is(err, ErrSignatureMalformed):
+		return "malformed"
+	case errors.Is(err, ErrSignatureExpired):
+		return "expired"
+	case errors.Is(err, ErrSignatureMismatch):
+		return "mismatch"
+	default:
+		return "other"
+	}
 }

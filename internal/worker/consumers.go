@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,6 +11,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
 	"github.com/orderpaid/orderpaid/internal/guard"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // Handler names, as stored in the execution log and used as consumer groups.
@@ -28,11 +30,25 @@ type Consumers struct {
 	direct message.Publisher
 	faults *faultpoint.Set
 	guards guard.Set
+	// metrics counts executions and guard answers; logger logs each
+	// execution. Both nil unless WithTelemetry.
+	metrics *telemetry.Metrics
+	logger  *slog.Logger
 }
 
 // NewConsumers wires the handlers. faults may be nil (no fault injection).
 func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher, faults *faultpoint.Set, guards guard.Set) *Consumers {
 	return &Consumers{pool: pool, q: db.New(pool), notifier: notifier, direct: direct, faults: faults, guards: guards}
+}
+
+// WithTelemetry returns a copy of c that counts its executions and its
+// guards' answers in m, and logs one line per execution on logger, with the
+// trace and span ids when logger's handler is telemetry.NewLogHandler. Either
+// may be nil. Spans need no setting: they continue the delivery's span.
+func (c *Consumers) WithTelemetry(m *telemetry.Metrics, logger *slog.Logger) *Consumers {
+	cp := *c
+	cp.metrics, cp.logger = m, logger
+	return &cp
 }
 
 // permanentError marks a failure that retrying cannot fix; the router sends

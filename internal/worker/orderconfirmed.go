@@ -12,6 +12,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/event"
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // HandleOrderConfirmed sends the customer's confirmation through the external
@@ -29,23 +30,29 @@ import (
 // lost notification: the inbox would say "done" for an e-mail never sent.
 // For an irreversible external effect, "maybe twice, deduplicated by the
 // provider" beats "maybe never".
+//
+// In the trace, the inbox's span "effect confirmation_delivered" encloses the
+// provider's "effect notification_sent", which encloses the HTTP call: the
+// inbox guards the whole delivery.
 func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	ctx := msg.Context()
-	run := &execution{handler: HandlerOrderConfirmed, messageID: msg.UUID}
+	run := c.newExecution(HandlerOrderConfirmed, msg.UUID)
 	p, err := event.DecodeOrderConfirmed(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
 	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
 	inboxKey := db.ConsumerInboxExistsParams{Consumer: HandlerOrderConfirmed, MessageID: msg.UUID}
 
+	inboxCtx, delivered := run.begin(ctx, "confirmation_delivered", effect.Inbox)
 	if c.guards.Inbox {
-		seen, err := c.q.ConsumerInboxExists(ctx, inboxKey)
+		seen, err := c.q.ConsumerInboxExists(inboxCtx, inboxKey)
 		if err != nil {
 			return c.record(ctx, run, fmt.Errorf("check inbox: %w", err))
 		}
 		if seen {
-			run.add("confirmation_delivered", effect.Inbox, effect.AlreadyApplied)
+			delivered.end(effect.AlreadyApplied)
 			return c.record(ctx, run, nil)
 		}
 	}
@@ -54,14 +61,15 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	if !c.guards.ProviderKey {
 		key = ""
 	}
-	sent, err := c.notifier.SendOrderConfirmed(ctx, key, p.OrderID)
+	sendCtx, notification := run.begin(inboxCtx, "notification_sent", effect.ProviderKey)
+	sent, err := c.notifier.SendOrderConfirmed(sendCtx, key, p.OrderID)
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))
 	}
 	if err != nil {
 		return c.record(ctx, run, err)
 	}
-	if err := c.q.NotificationLogInsert(ctx, db.NotificationLogInsertParams{
+	if err := c.q.NotificationLogInsert(sendCtx, db.NotificationLogInsertParams{
 		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: key,
 		ProviderNotificationID: sent.ID, Replayed: sent.Replayed,
 	}); err != nil {
@@ -71,13 +79,13 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	if sent.Replayed {
 		outcome = effect.AlreadyApplied
 	}
-	run.add("notification_sent", effect.ProviderKey, outcome)
+	notification.end(outcome)
 
 	if err := c.faults.Hit(faultpoint.AfterProviderCall); err != nil {
 		return c.record(ctx, run, err)
 	}
 
-	n, err := c.q.ConsumerInboxInsert(ctx, db.ConsumerInboxInsertParams{
+	n, err := c.q.ConsumerInboxInsert(inboxCtx, db.ConsumerInboxInsertParams{
 		Consumer: HandlerOrderConfirmed, MessageID: msg.UUID,
 		OrderID: uuid.NullUUID{UUID: p.OrderID, Valid: true},
 	})
@@ -88,6 +96,6 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	if n == 0 {
 		outcome = effect.AlreadyApplied
 	}
-	run.add("confirmation_delivered", effect.Inbox, outcome)
+	delivered.end(outcome)
 	return c.record(ctx, run, nil)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // HandleOrderPaid consumes order_paid in two steps, each in its own
@@ -29,14 +30,18 @@ import (
 //
 // A failure between the steps is a real partial failure: the message is
 // redelivered, step 1 answers AlreadyApplied and step 2 completes the work.
+//
+// Each guarded step is a span "effect <name>" (run.begin ... end) carrying
+// the guard's answer, under the delivery's consumer span.
 func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	ctx := msg.Context()
-	run := &execution{handler: HandlerOrderPaid, messageID: msg.UUID}
+	run := c.newExecution(HandlerOrderPaid, msg.UUID)
 	p, err := event.DecodeOrderPaid(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
 	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
 
 	var o db.Order
 	var confirmation *message.Message
@@ -46,12 +51,13 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		if !c.guards.StateCheck {
 			markPaid = order.MarkPaidUnguarded
 		}
-		outcome, ord, err := markPaid(ctx, q, p.OrderID, msg.UUID)
+		paidCtx, paid := run.begin(ctx, "paid", effect.StateCheck)
+		outcome, ord, err := markPaid(paidCtx, q, p.OrderID, msg.UUID)
 		if err != nil {
 			return err
 		}
 		o = ord
-		run.add("paid", effect.StateCheck, outcome)
+		paid.end(outcome)
 		if outcome != effect.Applied {
 			return nil
 		}
@@ -62,8 +68,12 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		if !c.guards.Outbox {
 			return nil // published after commit below: the mistake
 		}
-		run.add("confirmation_enqueued", effect.Outbox, effect.Applied)
-		return outbox.Publish(ctx, tx, event.TopicOrderConfirmed, confirmation)
+		enqueueCtx, enqueued := run.begin(ctx, "confirmation_enqueued", effect.Outbox)
+		if err := outbox.Publish(enqueueCtx, tx, event.TopicOrderConfirmed, confirmation); err != nil {
+			return err
+		}
+		enqueued.end(effect.Applied)
+		return nil
 	})
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_paid for unknown order %s: %w", p.OrderID, err)))
@@ -77,6 +87,7 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		if err := c.faults.Hit(faultpoint.AfterMarkPaid); err != nil {
 			return c.record(ctx, run, err)
 		}
+		telemetry.InjectMessage(ctx, confirmation)
 		if err := c.direct.Publish(event.TopicOrderConfirmed, confirmation); err != nil {
 			return c.record(ctx, run, fmt.Errorf("publish confirmation: %w", err))
 		}
@@ -90,11 +101,12 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 			return ledger.ReleaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
 		}
 	}
-	outcome, err := release(ctx, c.q, o, msg.UUID)
+	releaseCtx, commission := run.begin(ctx, "commission", effect.LedgerKey)
+	outcome, err := release(releaseCtx, c.q, o, msg.UUID)
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 2, release commission: %w", err))
 	}
-	run.add("commission", effect.LedgerKey, outcome)
+	commission.end(outcome)
 
 	return c.record(ctx, run, c.faults.Hit(faultpoint.BeforeAck))
 }

@@ -1,0 +1,66 @@
+package telemetry
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orderpaid/orderpaid/internal/event"
+)
+
+// AttrOrderID is the attribute every span of an order's flow carries, so a
+// learner can search Jaeger for one order: order.id=<uuid>.
+const AttrOrderID = attribute.Key("order.id")
+
+type orderIDKey struct{}
+
+// WithOrderID returns ctx carrying the order id: every span started under it
+// gets order.id (see orderStamper), and the span already in ctx gets it now,
+// since it started before the order was known (the webhook's HTTP span, a
+// consumer span). Call it after starting a span, not before: outside a
+// recording span (tracing off, or no span yet) it returns ctx unchanged, so
+// with tracing off it costs nothing.
+func WithOrderID(ctx context.Context, orderID string) context.Context {
+	span := trace.SpanFromContext(ctx)
+	if orderID == "" || !span.IsRecording() {
+		return ctx
+	}
+	span.SetAttributes(AttrOrderID.String(orderID))
+	return context.WithValue(ctx, orderIDKey{}, orderID)
+}
+
+// OrderIDFrom returns the order id WithOrderID put in ctx, or "".
+func OrderIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(orderIDKey{}).(string)
+	return id
+}
+
+// WithMessageOrderID is WithOrderID for the order a message is about: every
+// message of the flow carries event.MetadataOrderID.
+func WithMessageOrderID(ctx context.Context, msg *message.Message) context.Context {
+	return WithOrderID(ctx, msg.Metadata.Get(event.MetadataOrderID))
+}
+
+// orderStamper is a span processor: when a span starts in a context holding
+// an order id, it sets order.id on the span. That is how pgx query spans and
+// HTTP client spans, which know nothing of orders, carry the order id too.
+type orderStamper struct{}
+
+// OnStart stamps order.id.
+func (orderStamper) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
+	if id := OrderIDFrom(parent); id != "" {
+		s.SetAttributes(AttrOrderID.String(id))
+	}
+}
+
+// OnEnd does nothing.
+func (orderStamper) OnEnd(sdktrace.ReadOnlySpan) {}
+
+// Shutdown does nothing.
+func (orderStamper) Shutdown(context.Context) error { return nil }
+
+// ForceFlush does nothing.
+func (orderStamper) ForceFlush(context.Context) error { return nil }
