@@ -9,7 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultBeforeGatewayCall fires after phase 1 committed the key's lock and
@@ -89,6 +91,21 @@ type Response struct {
 // *InFlightError, ErrGatewayUnavailable; anything else is an internal error
 // after which the key is either untouched or locked until LockTimeout.
 func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
+	ctx = telemetry.WithOrderID(ctx, req.OrderID.String())
+	ctx, step := telemetry.StartStep(ctx, nil, "charge", effect.IdempotencyKey)
+	resp, err := s.pay(ctx, req)
+	switch {
+	case err != nil:
+		step.Fail(err)
+	case resp.Replayed:
+		step.End(effect.AlreadyApplied)
+	default:
+		step.End(effect.Applied)
+	}
+	return resp, err
+}
+
+func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 	if s.cfg.WithoutKey {
 		return s.payUnguarded(ctx, req)
 	}
