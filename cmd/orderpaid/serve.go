@@ -142,7 +142,8 @@ func serve(e env, name string, p process) error {
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		if err := startWorker(ctx, g, cfg, pool, b, faults, guards, wmLogger, *dedupe, tel, logger); err != nil {
+		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: *dedupe, tel: tel, logger: logger, wmLogger: wmLogger}
+		if err := startWorker(ctx, g, w); err != nil {
 			return err
 		}
 		if !p.api {
@@ -155,9 +156,23 @@ func serve(e env, name string, p process) error {
 	return g.Wait()
 }
 
+// workerParts is what a worker is built from.
+type workerParts struct {
+	cfg      config.Config
+	pool     *pgxpool.Pool
+	broker   *broker.Broker
+	faults   *faultpoint.Set
+	guards   guard.Set
+	dedupe   bool // the wrong fix, for the scenario execution-dedupe
+	tel      *telemetry.Telemetry
+	logger   *slog.Logger
+	wmLogger watermill.LoggerAdapter
+}
+
 // startWorker provisions the consumers' queues, then starts the relay and the
 // consumers' router.
-func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool *pgxpool.Pool, b *broker.Broker, faults *faultpoint.Set, guards guard.Set, logger watermill.LoggerAdapter, dedupe bool, tel *telemetry.Telemetry, slogger *slog.Logger) error {
+func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
+	cfg, pool, b, tel, logger := w.cfg, w.pool, w.broker, w.tel, w.wmLogger
 	for topic, group := range map[string]string{
 		event.TopicOrderPaid:      worker.HandlerOrderPaid,
 		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
@@ -173,13 +188,13 @@ func startWorker(ctx context.Context, g *errgroup.Group, cfg config.Config, pool
 	if err != nil {
 		return err
 	}
-	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, faults, guards).
-		WithTelemetry(tel.Metrics, slogger)
+	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, w.faults, w.guards).
+		WithTelemetry(tel.Metrics, w.logger)
 	if err := telemetry.ObserveQueues(tel.MeterProvider, db.New(pool).OutboxBacklog, db.New(pool).PoisonCountPending); err != nil {
 		return err
 	}
 	var inner []message.HandlerMiddleware
-	if dedupe {
+	if w.dedupe {
 		mw, err := worker.DedupeExecutions(0, logger)
 		if err != nil {
 			return err
