@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/postgres"
 	"github.com/orderpaid/orderpaid/internal/reprocess"
+	"github.com/orderpaid/orderpaid/internal/retention"
 )
 
 func runReprocess(e env) error {
@@ -16,8 +17,10 @@ func runReprocess(e env) error {
 	orderFlag := fs.String("order", "", "replay order_paid for this paid order id")
 	messageFlag := fs.String("message", "", "replay this message id, as found in the outbox")
 	poisonFlag := fs.Bool("poison", false, "replay every pending message of the poison queue")
-	dryRun := fs.Bool("dry-run", false, "show what would be replayed, write nothing")
-	if err := parseFlags(fs, e, "(--order ID | --message ID | --poison) [--dry-run]"); err != nil {
+	dryRun := fs.Bool("dry-run", false, "show what would be replayed (topic, message, order, age, action) and write nothing")
+	window := fs.Duration("window", retention.DefaultInboxWindow, "the inbox retention window (as given to orderpaid retention)")
+	force := fs.Bool("force", false, "replay an order_confirmed older than --window anyway (its e-mail may go out twice: check the provider first)")
+	if err := parseFlags(fs, e, "(--order ID | --message ID | --poison) [--dry-run] [--window D] [--force]"); err != nil {
 		return helpOK(err)
 	}
 	chosen := 0
@@ -29,6 +32,9 @@ func runReprocess(e env) error {
 	if chosen != 1 {
 		fs.Usage()
 		return usageError{errors.New("reprocess: give exactly one of --order, --message, --poison")}
+	}
+	if *window <= 0 {
+		return usageError{fmt.Errorf("reprocess: --window %s: want a positive duration such as 168h", *window)}
 	}
 	var orderID uuid.UUID
 	if *orderFlag != "" {
@@ -46,14 +52,14 @@ func runReprocess(e env) error {
 		return err
 	}
 	defer pool.Close()
+	opts := reprocess.Options{DryRun: *dryRun, Window: *window, Force: *force, Out: e.stdout}
 	switch {
 	case *orderFlag != "":
-		return reprocess.Order(e.ctx, pool, orderID, *dryRun, e.stdout)
+		return reprocess.Order(e.ctx, pool, orderID, opts)
 	case *messageFlag != "":
-		return reprocess.Message(e.ctx, pool, *messageFlag, *dryRun, e.stdout)
+		return reprocess.Message(e.ctx, pool, *messageFlag, opts)
 	default:
-		n, err := reprocess.Poison(e.ctx, pool, *dryRun, e.stdout)
-		fmt.Fprintf(e.stdout, "replayed %d message(s)\n", n)
+		_, err := reprocess.Poison(e.ctx, pool, opts)
 		return err
 	}
 }

@@ -45,6 +45,7 @@ func subcommands() map[string]subcommand {
 		"backfill":  {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
 		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
 		"scenario":  {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
+		"retention": {"remove inbox and execution log rows older than their window (safe to run twice, and concurrently)", runRetention},
 	}
 }
 

@@ -1,7 +1,176 @@
 package main
 
-import "errors"
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/guard"
+	"github.com/orderpaid/orderpaid/internal/scenario"
+)
+
+// passedToChildren are the variables a scenario's processes get from the
+// runner's environment besides what the runner sets itself.
+var passedToChildren = []string{
+	"AMQP_URL", "NATS_URL", "WEBHOOK_SECRET",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME",
+}
+
+const scenarioUsage = `list | run (NAME | all) [flags]
+
+  list               the scenarios, one line each, with the guards they demonstrate
+  run NAME           run one scenario in a world of its own (database, ports, processes)
+  run all            run every scenario and print the table; exit 0 only if each showed what it expected`
 
 func runScenario(e env) error {
-	return errors.New("scenario: not implemented yet")
+	verb := ""
+	if len(e.args) > 0 {
+		verb = e.args[0]
+	}
+	switch verb {
+	case "list":
+		return scenarioList(e)
+	case "run":
+		return scenarioRun(e)
+	case "-h", "--help", "help":
+		fmt.Fprintf(e.stdout, "usage: orderpaid scenario %s\n\n(orderpaid scenario run -h for the flags)\n", scenarioUsage)
+		return nil
+	default:
+		fmt.Fprintf(e.stderr, "usage: orderpaid scenario %s\n", scenarioUsage)
+		return usageError{fmt.Errorf("scenario: want list or run, got %q", verb)}
+	}
+}
+
+func scenarioList(e env) error {
+	if len(e.args) > 1 {
+		return usageError{fmt.Errorf("scenario list: unexpected argument %q", e.args[1])}
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tGUARDS IT DEMONSTRATES (--without)\tWHAT HAPPENS")
+	for _, s := range scenario.Catalogue() {
+		guards := strings.Join(s.Guards(), ",")
+		if guards == "" {
+			guards = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, guards, s.Summary)
+	}
+	return tw.Flush()
+}
+
+func scenarioRun(e env) error {
+	args := e.args[1:]
+	name := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("scenario run", flag.ContinueOnError)
+	without := fs.String("without", "", "switch one guard off and expect its damage: "+strings.Join(guard.Names(), ", ")+
+		"; with all, runs the scenarios that demonstrate it")
+	matrix := fs.Bool("matrix", false, "run each scenario protected and then with each of its guards off (what CI checks)")
+	brokerName := fs.String("broker", "", "broker of the scenarios' processes: postgres, amqp or nats (default $BROKER, else postgres)")
+	bin := fs.String("bin", "", "the orderpaid binary to start as child processes (default: this one)")
+	keep := fs.Bool("keep", false, "keep every scenario's database and process logs (always kept for a failed one)")
+	parallel := fs.Int("parallel", 1, "scenarios run at once (postgres broker only; each has its own database and ports)")
+	if err := parseFlags(fs, env{ctx: e.ctx, args: args, getenv: e.getenv, stdout: e.stdout, stderr: e.stderr}, "(NAME | all) [flags]"); err != nil {
+		return helpOK(err)
+	}
+	if name == "" {
+		fs.Usage()
+		return usageError{errors.New("scenario run: give a scenario NAME (see orderpaid scenario list) or all")}
+	}
+	if *without != "" && !slices.Contains(guard.Names(), *without) {
+		return usageError{fmt.Errorf("scenario run: --without %q: want one of %s", *without, strings.Join(guard.Names(), ", "))}
+	}
+	if *matrix && *without != "" {
+		return usageError{errors.New("scenario run: --matrix already runs every guard off; drop --without")}
+	}
+	if *parallel < 1 || *parallel > 16 {
+		return usageError{fmt.Errorf("scenario run: --parallel %d: want 1 to 16", *parallel)}
+	}
+	cases, err := scenarioCases(name, *without, *matrix)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg, _, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	runCfg, err := scenarioConfig(e, cfg, *brokerName, *bin, *keep, *parallel)
+	if err != nil {
+		return err
+	}
+	results := scenario.Run(e.ctx, runCfg, cases)
+	fmt.Fprintln(e.stdout)
+	if err := scenario.WriteTable(e.stdout, results); err != nil {
+		return err
+	}
+	summary := scenario.Summary(results)
+	fmt.Fprintln(e.stdout, "\n"+summary)
+	for _, r := range results {
+		if !r.OK() {
+			return fmt.Errorf("scenario: %s (logs and databases of the failed runs were kept; see the progress lines)", summary)
+		}
+	}
+	return nil
+}
+
+// scenarioCases turns NAME|all, --without and --matrix into the runs to make.
+func scenarioCases(name, without string, matrix bool) ([]scenario.Case, error) {
+	var picked []*scenario.Scenario
+	if name == "all" {
+		picked = scenario.Catalogue()
+		if without != "" {
+			picked = scenario.Demonstrating(without)
+		}
+	} else {
+		s, err := scenario.Find(name)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.Expectation(without); err != nil {
+			return nil, err
+		}
+		picked = []*scenario.Scenario{s}
+	}
+	if matrix {
+		return scenario.Matrix(picked), nil
+	}
+	cases := make([]scenario.Case, len(picked))
+	for i, s := range picked {
+		cases[i] = scenario.Case{Scenario: s, Without: without}
+	}
+	return cases, nil
+}
+
+func scenarioConfig(e env, cfg config.Config, brokerName, bin string, keep bool, parallel int) (scenario.Config, error) {
+	if brokerName == "" {
+		brokerName = cfg.Broker
+	}
+	switch brokerName {
+	case config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS:
+	default:
+		return scenario.Config{}, usageError{fmt.Errorf("scenario run: --broker %q: want postgres, amqp or nats", brokerName)}
+	}
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return scenario.Config{}, fmt.Errorf("scenario run: find this binary (pass --bin PATH): %w", err)
+		}
+		bin = self
+	}
+	passed := map[string]string{}
+	for _, k := range passedToChildren {
+		if v := e.getenv(k); v != "" {
+			passed[k] = v
+		}
+	}
+	return scenario.Config{
+		Bin: bin, AdminURL: cfg.DatabaseURL, Broker: brokerName, Env: passed,
+		Keep: keep, Parallel: parallel, Progress: e.stderr,
+	}, nil
 }

@@ -10,6 +10,8 @@ import (
 	wnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/orderpaid/orderpaid/internal/event"
 )
 
 // Settings of the NATS JetStream broker.
@@ -47,11 +49,14 @@ const (
 // consumer it created itself as soon as that subscription ends, which would
 // throw away the group's position and, with interest retention, its messages.
 //
-// TrackMsgId sets the Nats-Msg-Id header to the watermill message UUID; the
+// The publisher sets the Nats-Msg-Id header to the message's outbox write id
+// (event.MetadataOutboxWriteID; the message UUID when there is none); the
 // stream drops a second publish of the same id within natsDuplicateWindow.
 // That spares work when the relay re-forwards a batch soon after a crash; it
 // is an optimisation, not the guarantee: a later re-publish, or a redelivery
-// after AckWait, still reaches the consumer, whose inbox dedupes on the UUID.
+// after AckWait, still reaches the consumer, whose guards absorb it. It is
+// NOT the message UUID (watermill's TrackMsgId): an operator replaying a
+// message with its original id would be silently dropped by the server.
 // The UUID travels in the _watermill_message_uuid header, metadata in the
 // other headers (case preserved). Acks are synchronous (AckAsync false): the
 // server has the ack before the next message is handled. The subscriber's own
@@ -85,7 +90,7 @@ func newNATS(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 	provision := func(topic, group string) error { return provisionNATS(js, topic, group) }
 	return &Broker{
 		Name:      "nats",
-		Publisher: pub,
+		Publisher: natsMsgIDPublisher{pub},
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			// Each subscriber owns its connection: Close drains (and closes) it.
 			snc, err := natsConnect(url)
@@ -135,7 +140,7 @@ func natsJetStreamConfig(group string) wnats.JetStreamConfig {
 	return wnats.JetStreamConfig{
 		AutoProvision:     true,
 		SubscribeOptions:  []nats.SubOpt{nats.AckExplicit(), nats.ManualAck(), nats.AckWait(natsAckWait)},
-		TrackMsgId:        true,
+		TrackMsgId:        false, // natsMsgIDPublisher sets Nats-Msg-Id itself
 		AckAsync:          false,
 		DurablePrefix:     group,
 		DurableCalculator: natsDurableName,
@@ -213,4 +218,18 @@ func (s natsSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *me
 		return nil, fmt.Errorf("provision %s for %s: %w", topic, s.group, err)
 	}
 	return s.Subscriber.Subscribe(ctx, topic)
+}
+
+// natsMsgIDPublisher sets Nats-Msg-Id from the outbox write id (see newNATS).
+type natsMsgIDPublisher struct{ message.Publisher }
+
+func (p natsMsgIDPublisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, m := range msgs {
+		id := m.Metadata.Get(event.MetadataOutboxWriteID)
+		if id == "" {
+			id = m.UUID
+		}
+		m.Metadata.Set(nats.MsgIdHdr, id)
+	}
+	return p.Publisher.Publish(topic, msgs...)
 }

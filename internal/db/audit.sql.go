@@ -23,7 +23,9 @@ SELECT
       WHERE l.order_id = $1::uuid AND l.entry_type = 'affiliate_commission') AS commission,
     (SELECT count(*) FROM watermill_outbox o
       WHERE o.payload ->> 'destination_topic' = 'order_confirmed'
-        AND o.payload -> 'metadata' ->> 'order_id' = $1::uuid::text) AS confirmation_enqueued,
+        AND o.payload -> 'metadata' ->> 'order_id' = $1::uuid::text
+        -- an operator's replay (orderpaid reprocess) is not the flow enqueuing again
+        AND o.payload -> 'metadata' ->> 'replayed_by' IS NULL)                      AS confirmation_enqueued,
     (SELECT count(*) FROM consumer_inbox i
       WHERE i.order_id = $1::uuid AND i.consumer = 'order_confirmed') AS confirmation_delivered,
     -- Distinct provider notification ids: a replayed answer carries the id of

@@ -26,6 +26,18 @@ const (
 // so the audit, the traces and an operator can find an order's messages.
 const MetadataOrderID = "order_id"
 
+// MetadataReplayedBy marks a message an operator replayed (orderpaid
+// reprocess). The consumers treat it like any other delivery; the audit does
+// not count its outbox copy as the flow enqueuing the confirmation again.
+const MetadataReplayedBy = "replayed_by"
+
+// MetadataOutboxWriteID is set by every outbox write to a fresh id. A relay
+// that publishes the same outbox row twice sends the same value; an operator
+// replay or a backfill, which writes the message again, sends a new one. The
+// NATS broker uses it as Nats-Msg-Id, so the server's duplicate window drops
+// the relay's repeats but never a deliberate replay of the same message id.
+const MetadataOutboxWriteID = "outbox_write_id"
+
 // namespace roots the deterministic (UUIDv5) message ids of this service.
 var namespace = uuid.MustParse("6f1b7a52-3c1e-4d7a-9a51-0e4d6b1f0a01")
 

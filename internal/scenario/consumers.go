@@ -1,0 +1,106 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The consumers' own repetitions: an in-process retry, a lost ack, a broker
+// redelivery, a crash between two effects.
+
+func transientRetry() *Scenario {
+	return &Scenario{
+		Name:      "transient-retry",
+		Summary:   "order_paid fails with a transient error after step 1 and the router retries it in-process",
+		Repeated:  "order_paid retried after step 1",
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 1))},
+		Without: map[string]Expect{
+			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			_, err := payAndWait(ctx, s, "--faults", faultAfterMarkPaid+"=error:1")
+			return err
+		},
+	}
+}
+
+func commitNoAck() *Scenario {
+	return &Scenario{
+		Name:      "commit-no-ack",
+		Summary:   "order_paid commits every effect, then times out before the ack: the whole message runs again",
+		Repeated:  "order_paid after its commit",
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 1))},
+		Without: map[string]Expect{
+			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			_, err := payAndWait(ctx, s, "--faults", faultBeforeAck+"=error:1")
+			return err
+		},
+	}
+}
+
+func brokerRedelivery() *Scenario {
+	return &Scenario{
+		Name: "broker-redelivery",
+		Summary: "order_confirmed fails after the provider sent the e-mail, six times: the in-process retries give up, " +
+			"the message goes back to the broker, which delivers it again",
+		Repeated:  "order_confirmed x7 (6 failed)",
+		Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 7), eq(ProviderCalls, 7))},
+		Without: map[string]Expect{
+			guardProviderKey: {
+				Damage: "seven e-mails for one order",
+				Checks: once(1, eq(ExecOrderConfirmed, 7), eq(ProviderCalls, 7), eq(Notified, 7)),
+			},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderConfirmed >= 7 },
+		Run: func(ctx context.Context, s *Stage) error {
+			_, err := payAndWait(ctx, s, "--faults", faultAfterProviderCall+"=error:6")
+			return err
+		},
+	}
+}
+
+func partialFailure() *Scenario {
+	return &Scenario{
+		Name: "partial-failure",
+		Summary: "the worker process crashes between step 1 (order paid, confirmation in the outbox) and step 2 " +
+			"(commission); restarted, it gets the message again and completes it",
+		Repeated: "order_paid after a crash between 2 effects",
+		// The crashed run never reached the execution log: executions show 1.
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
+		Without: map[string]Expect{
+			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 2)),
+			guardOutbox: {
+				Damage: "confirmation lost: the order is paid and no e-mail will ever be sent",
+				Checks: once(1, eq(Enqueued, 0), eq(Delivered, 0), eq(Notified, 0), eq(ExecOrderConfirmed, 0)),
+			},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 1 },
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.StartFakes(ctx); err != nil {
+				return err
+			}
+			if err := s.StartAPI(ctx); err != nil {
+				return err
+			}
+			w, err := s.StartWorker(ctx, nil, "--faults", faultAfterMarkPaid+"=crash:1")
+			if err != nil {
+				return err
+			}
+			if _, _, err := s.PaidOrder(ctx); err != nil {
+				return err
+			}
+			if err := w.waitExit(ctx, 30*time.Second); err != nil {
+				return err
+			}
+			if code := w.exitCode(); code != 137 {
+				return fmt.Errorf("worker exited with %d, want the crash fault's 137; see %s", code, w.log.Name())
+			}
+			s.Logf("worker crashed between the two steps (exit 137); restarting it")
+			_, err = s.StartWorker(ctx, nil)
+			return err
+		},
+	}
+}

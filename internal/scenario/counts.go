@@ -1,0 +1,134 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Counts is what a scenario observed, summed over its orders: how often the
+// handlers ran (executions) against what really happened (effects), read
+// from the audit endpoint, the database and the fake providers.
+type Counts struct {
+	Orders int `json:"orders"`
+	// ExecOrderPaid and ExecOrderConfirmed count handler runs that finished
+	// (the execution log: a run cut short by a crash is not in it).
+	ExecOrderPaid      int64 `json:"exec_order_paid"`
+	ExecOrderConfirmed int64 `json:"exec_order_confirmed"`
+	// Charges are the charges the fake gateway really made (GET /charges).
+	Charges int64 `json:"charges"`
+	// Paid, Commission, Enqueued and Delivered are the audit's effects:
+	// order transitions to paid, commission ledger entries, confirmations
+	// written to the outbox, confirmations recorded in the consumer inbox.
+	Paid       int64 `json:"paid"`
+	Commission int64 `json:"commission"`
+	Enqueued   int64 `json:"confirmation_enqueued"`
+	Delivered  int64 `json:"confirmation_delivered"`
+	// Notified are the e-mails the fake provider really sent
+	// (GET /notifications); ProviderCalls how often it was asked to.
+	Notified      int64 `json:"notifications"`
+	ProviderCalls int64 `json:"provider_calls"`
+}
+
+// Metric names one number of Counts in a Check.
+type Metric string
+
+// Metrics.
+const (
+	ExecOrderPaid      Metric = "executions.order_paid"
+	ExecOrderConfirmed Metric = "executions.order_confirmed"
+	Charges            Metric = "charges"
+	Paid               Metric = "paid"
+	Commission         Metric = "commission"
+	Enqueued           Metric = "confirmation_enqueued"
+	Delivered          Metric = "confirmation_delivered"
+	Notified           Metric = "notifications"
+	ProviderCalls      Metric = "provider_calls"
+)
+
+// Of returns the value of m in c.
+func (m Metric) Of(c Counts) int64 {
+	switch m {
+	case ExecOrderPaid:
+		return c.ExecOrderPaid
+	case ExecOrderConfirmed:
+		return c.ExecOrderConfirmed
+	case Charges:
+		return c.Charges
+	case Paid:
+		return c.Paid
+	case Commission:
+		return c.Commission
+	case Enqueued:
+		return c.Enqueued
+	case Delivered:
+		return c.Delivered
+	case Notified:
+		return c.Notified
+	case ProviderCalls:
+		return c.ProviderCalls
+	}
+	panic("scenario: unknown metric " + string(m))
+}
+
+// Check is one expected count: Min <= value <= Max.
+type Check struct {
+	Metric   Metric
+	Min, Max int64
+}
+
+func (c Check) String() string { return string(c.Metric) + c.want() }
+
+// want is the expected value as written after the metric: "=1", ">=2", "=1..3".
+func (c Check) want() string {
+	switch {
+	case c.Min == c.Max:
+		return fmt.Sprintf("=%d", c.Min)
+	case c.Max < 0:
+		return fmt.Sprintf(">=%d", c.Min)
+	default:
+		return fmt.Sprintf("=%d..%d", c.Min, c.Max)
+	}
+}
+
+func (c Check) holds(v int64) bool { return v >= c.Min && (c.Max < 0 || v <= c.Max) }
+
+// eq expects exactly n; atLeast expects n or more.
+func eq(m Metric, n int) Check      { return Check{Metric: m, Min: int64(n), Max: int64(n)} }
+func atLeast(m Metric, n int) Check { return Check{Metric: m, Min: int64(n), Max: -1} }
+
+// once expects every effect of n paid orders exactly n times: one charge,
+// one transition, one commission, one confirmation enqueued and delivered,
+// one e-mail per order. extra checks replace those on the same metric.
+func once(n int, extra ...Check) []Check {
+	base := []Check{
+		eq(Charges, n), eq(Paid, n), eq(Commission, n),
+		eq(Enqueued, n), eq(Delivered, n), eq(Notified, n),
+	}
+	return with(base, extra...)
+}
+
+// with returns checks with extra replacing the checks on the same metric.
+func with(checks []Check, extra ...Check) []Check {
+	out := make([]Check, 0, len(checks)+len(extra))
+	for _, c := range checks {
+		replaced := false
+		for _, e := range extra {
+			replaced = replaced || e.Metric == c.Metric
+		}
+		if !replaced {
+			out = append(out, c)
+		}
+	}
+	return append(out, extra...)
+}
+
+// failed returns the checks that c does not satisfy, in words.
+func (e Expect) failed(c Counts) []string {
+	var bad []string
+	for _, ch := range e.Checks {
+		if v := ch.Metric.Of(c); !ch.holds(v) {
+			bad = append(bad, fmt.Sprintf("%s=%d (want %s)", ch.Metric, v, strings.TrimPrefix(ch.want(), "=")))
+		}
+	}
+	return bad
+}

@@ -1,0 +1,134 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The public edge repeats itself: a client retries, a provider redelivers its
+// webhook, or sends two events for one payment.
+
+func clientRetry() *Scenario {
+	return &Scenario{
+		Name: "client-retry",
+		Summary: "the gateway is slow, the client times out and retries POST /orders/{id}/payments " +
+			"with the same Idempotency-Key until it gets an answer",
+		Repeated:  "POST /payments after a client timeout",
+		Protected: Expect{Checks: once(1)},
+		Without: map[string]Expect{
+			guardIdempotencyKey: {
+				Damage: "the customer was charged twice (the order itself stays paid once)",
+				Checks: once(1, eq(Charges, 2)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			id, err := s.NewOrder(ctx)
+			if err != nil {
+				return err
+			}
+			if err := s.GatewayControl(ctx, map[string]int{"delay_ms": 1500}); err != nil {
+				return err
+			}
+			key := "pay-" + id.String()
+			status, err := s.Pay(ctx, id, key, 300*time.Millisecond)
+			s.Logf("attempt 1: status %d, err %v", status, err)
+			if err == nil {
+				return fmt.Errorf("the first payment answered %d within the client's 300ms; the slow gateway did not hold it", status)
+			}
+			// The money moved although the client saw nothing; the gateway
+			// is fast again for the retries.
+			if _, err := s.WaitFor(ctx, "the slow charge made", 10*time.Second, func(c Counts) bool { return c.Charges >= 1 }); err != nil {
+				return err
+			}
+			if err := s.GatewayControl(ctx, map[string]int{}); err != nil {
+				return err
+			}
+			for attempt := 2; attempt <= 20; attempt++ {
+				if err := sleep(ctx, 250*time.Millisecond); err != nil {
+					return err
+				}
+				status, err := s.Pay(ctx, id, key, 3*time.Second)
+				s.Logf("attempt %d: status %d, err %v", attempt, status, err)
+				if err == nil && status/100 == 2 {
+					return nil
+				}
+			}
+			return fmt.Errorf("no 2xx answer to POST /orders/%s/payments in 20 attempts", id)
+		},
+	}
+}
+
+func webhookRedelivered() *Scenario {
+	return &Scenario{
+		Name:      "webhook-redelivered",
+		Summary:   "the gateway delivers its payment.succeeded webhook four times, one after the other, with one event id",
+		Repeated:  "webhook x4, same event id",
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
+		Without: map[string]Expect{
+			guardWebhookInbox: {
+				Damage: "four order_paid for one event (the consumers' guards still hold the effects)",
+				Checks: once(1, eq(ExecOrderPaid, 4)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			if err := s.GatewayControl(ctx, map[string]int{"duplicate_webhooks": 3}); err != nil {
+				return err
+			}
+			_, _, err := s.PaidOrder(ctx)
+			return err
+		},
+	}
+}
+
+func webhookConcurrent() *Scenario {
+	return &Scenario{
+		Name:      "webhook-concurrent",
+		Summary:   "the gateway delivers the same webhook five more times, all at the same moment",
+		Repeated:  "webhook x5 at once, same event id",
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
+		Without: map[string]Expect{
+			guardWebhookInbox: {
+				Damage: "six order_paid for one event (the consumers' guards still hold the effects)",
+				Checks: once(1, eq(ExecOrderPaid, 6)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			charge, err := payAndWait(ctx, s)
+			if err != nil {
+				return err
+			}
+			return s.Redeliver(ctx, charge, 5, true, false)
+		},
+	}
+}
+
+func twoEvents() *Scenario {
+	return &Scenario{
+		Name:      "two-events",
+		Summary:   "the provider sends a second, different event (new id) for the same payment",
+		Repeated:  "2 provider events, 1 payment",
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2))},
+		Without: map[string]Expect{
+			guardLedgerKey: {
+				Damage: "double commission: the ledger key came from the delivery, not the intent",
+				Checks: once(1, eq(ExecOrderPaid, 2), eq(Commission, 2)),
+			},
+			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2)),
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 2 && c.ExecOrderConfirmed >= 1 },
+		Run: func(ctx context.Context, s *Stage) error {
+			charge, err := payAndWait(ctx, s)
+			if err != nil {
+				return err
+			}
+			return s.Redeliver(ctx, charge, 1, false, true)
+		},
+	}
+}

@@ -1,0 +1,9 @@
+package scenario
+
+import "syscall"
+
+// childAttr makes the kernel kill a child when the runner dies, so an
+// interrupted run leaves no orderpaid processes behind.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,189 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is how the runner starts the world of each scenario.
+type Config struct {
+	// Bin is the orderpaid binary started as child processes.
+	Bin string
+	// AdminURL is a PostgreSQL URL on whose server each scenario creates,
+	// then drops, its own database (the runner's DATABASE_URL).
+	AdminURL string
+	// Broker is postgres (default), amqp or nats. On amqp and nats every
+	// scenario gets a BROKER_PREFIX of its own, so scenarios never consume
+	// each other's messages (their queues and streams are left behind).
+	Broker string
+	// Env is passed on to every child (AMQP_URL, NATS_URL, WEBHOOK_SECRET,
+	// OTEL_*); nothing else is inherited.
+	Env map[string]string
+	// Keep keeps each scenario's database and logs instead of removing them
+	// (they are always kept when a scenario fails).
+	Keep bool
+	// LogDir is where each scenario's log directory is made (default: the
+	// system's temporary directory).
+	LogDir string
+	// Parallel is how many scenarios run at once (default 1).
+	Parallel int
+	// Quiet is how long no count may change before a scenario counts as
+	// settled (default 1.5s); SettleTimeout bounds the wait (default 60s).
+	Quiet, SettleTimeout time.Duration
+	// Progress receives a line when each scenario starts and ends; nil
+	// discards them.
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	c.Broker = cmp.Or(c.Broker, "postgres")
+	c.Parallel = max(c.Parallel, 1)
+	c.Quiet = cmp.Or(c.Quiet, 1500*time.Millisecond)
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, 60*time.Second)
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+// Result is one row of the table: what a scenario observed and whether that
+// is what it expected.
+type Result struct {
+	Scenario string
+	Without  string
+	Repeated string
+	Counts   Counts
+	Expect   Expect
+	// Failed lists the checks that did not hold; Err is set when the
+	// scenario could not run to the end.
+	Failed  []string
+	Err     error
+	Elapsed time.Duration
+	// LogDir holds the processes' logs when they were kept.
+	LogDir string
+}
+
+// OK reports whether the scenario ran and showed what it expected.
+func (r Result) OK() bool { return r.Err == nil && len(r.Failed) == 0 }
+
+// Verdict is the last column of the table.
+func (r Result) Verdict() string {
+	switch {
+	case r.Err != nil:
+		return "ERROR: " + firstLine(r.Err.Error())
+	case len(r.Failed) > 0:
+		return "UNEXPECTED: " + strings.Join(r.Failed, ", ")
+	case r.Expect.Damage != "":
+		return "ok, damage shown: " + r.Expect.Damage
+	case r.Expect.Note != "":
+		return "ok, " + r.Expect.Note
+	default:
+		return "ok, each effect once"
+	}
+}
+
+// Run runs cases, cfg.Parallel at a time, and returns their results in the
+// order of cases.
+func Run(ctx context.Context, cfg Config, cases []Case) []Result {
+	cfg = cfg.withDefaults()
+	results := make([]Result, len(cases))
+	sem := make(chan struct{}, cfg.Parallel)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		sem <- struct{}{} // in order: the progress lines follow the table
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			mu.Lock()
+			fmt.Fprintf(cfg.Progress, "[%d/%d] %s: running\n", i+1, len(cases), label(c))
+			mu.Unlock()
+			r := RunOne(ctx, cfg, c)
+			mu.Lock()
+			fmt.Fprintf(cfg.Progress, "[%d/%d] %s: %s (%.1fs)%s\n", i+1, len(cases), label(c), r.Verdict(), r.Elapsed.Seconds(), logHint(r))
+			mu.Unlock()
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// RunOne runs one case in a world of its own and checks its expectation.
+func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	r = Result{Scenario: c.Scenario.Name, Without: c.Without, Repeated: c.Scenario.Repeated}
+	defer func() { r.Elapsed = time.Since(start) }()
+	var err error
+	if r.Expect, err = c.Scenario.Expectation(c.Without); err != nil {
+		r.Err = err
+		return r
+	}
+	if c.Scenario.Broker != "" && c.Scenario.Broker != cfg.Broker {
+		r.Err = fmt.Errorf("runs on the %s broker only (its fault needs it); run it with --broker %s", c.Scenario.Broker, c.Scenario.Broker)
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	s, err := newStage(ctx, cfg, c)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Counts, r.Err = play(ctx, cfg, c, s)
+	if r.Err == nil {
+		r.Failed = r.Expect.failed(r.Counts)
+	}
+	keep := cfg.Keep || !r.OK()
+	if keep {
+		r.LogDir = s.dir
+	}
+	if err := s.close(keep); err != nil && r.Err == nil {
+		r.Err = fmt.Errorf("tear down: %w", err)
+	}
+	return r
+}
+
+// play runs the scenario on s and waits until the system has settled.
+func play(ctx context.Context, cfg Config, c Case, s *Stage) (Counts, error) {
+	s.Logf("scenario %s, without %q, broker %s, database %s", c.Scenario.Name, c.Without, cfg.Broker, s.dbName)
+	if err := c.Scenario.Run(ctx, s); err != nil {
+		return Counts{}, err
+	}
+	if len(s.orders) != c.Scenario.orders() {
+		return Counts{}, fmt.Errorf("scenario tracked %d orders, declares %d", len(s.orders), c.Scenario.orders())
+	}
+	counts, err := s.settle(ctx, c.Scenario.settled, cfg.Quiet, cfg.SettleTimeout)
+	s.Logf("settled: %+v (err %v)", counts, err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return counts, fmt.Errorf("scenario timed out: %w", err)
+	}
+	return counts, err
+}
+
+func label(c Case) string {
+	if c.Without == "" {
+		return c.Scenario.Name
+	}
+	return c.Scenario.Name + " --without " + c.Without
+}
+
+func logHint(r Result) string {
+	if r.LogDir == "" {
+		return ""
+	}
+	return "; logs and database kept: " + r.LogDir
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,44 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints one row per result: scenario, guard off, what repeated,
+// executions, each effect, verdict. Counts are totals over the scenario's
+// orders (the ORDERS column).
+func WriteTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tGUARD OFF\tWHAT REPEATED\tORDERS\tEXEC paid/conf\tCHARGES\tPAID\tCOMMISSION\tCONF QUEUED\tCONF DONE\tE-MAILS\tPROVIDER CALLS\tVERDICT")
+	for _, r := range results {
+		c := r.Counts
+		off := r.Without
+		if off == "" {
+			off = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
+			r.Scenario, off, r.Repeated, c.Orders, c.ExecOrderPaid, c.ExecOrderConfirmed,
+			c.Charges, c.Paid, c.Commission, c.Enqueued, c.Delivered, c.Notified, c.ProviderCalls, r.Verdict())
+	}
+	return tw.Flush()
+}
+
+// Summary is the closing line: how many results matched their expectation.
+func Summary(results []Result) string {
+	ok := 0
+	var bad []string
+	for _, r := range results {
+		if r.OK() {
+			ok++
+		} else {
+			bad = append(bad, label(Case{Scenario: &Scenario{Name: r.Scenario}, Without: r.Without}))
+		}
+	}
+	if len(bad) == 0 {
+		return fmt.Sprintf("%d of %d scenario runs showed what they expected", ok, len(results))
+	}
+	return fmt.Sprintf("%d of %d scenario runs showed what they expected; not: %s", ok, len(results), strings.Join(bad, "; "))
+}
