@@ -139,6 +139,10 @@ func serve(e env, name string, p process) error {
 			Telemetry: tel,
 		})
 		serveHTTP(ctx, g, "api", apiLn, api, cfg.ShutdownTimeout, logger)
+		// Completed Idempotency-Keys are kept for payment.Config.Retention
+		// (24h): a retry within that window gets the stored response.
+		keyCleaner := payment.NewCleaner(pool, payment.Config{}, logger)
+		g.Go(func() error { return keyCleaner.Run(ctx) })
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
