@@ -45,6 +45,8 @@ type Sent struct {
 	// Replayed is true when the provider had already sent a notification for
 	// this key and answered from its store: nothing was sent this time.
 	Replayed bool
+	// Key is the Idempotency-Key this call carried.
+	Key string
 }
 
 // SendOrderConfirmed asks the provider to send the order confirmation, with
@@ -79,5 +81,5 @@ func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, 
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return Sent{}, fmt.Errorf("decode notification provider answer: %w", err)
 	}
-	return Sent{ID: out.ID, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+	return Sent{ID: out.ID, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Key: key}, nil
 }

@@ -70,7 +70,7 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return c.record(ctx, run, err)
 	}
 	if err := c.q.NotificationLogInsert(sendCtx, db.NotificationLogInsertParams{
-		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: key,
+		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: sent.Key,
 		ProviderNotificationID: sent.ID, Replayed: sent.Replayed,
 	}); err != nil {
 		return c.record(ctx, run, fmt.Errorf("log provider answer: %w", err))

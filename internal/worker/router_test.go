@@ -108,7 +108,11 @@ func TestTransientFailureIsRetried(t *testing.T) {
 	if err := brk.Publisher.Publish(event.TopicOrderPaid, orderPaid(t, o, "evt_1")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the commission", func() bool { return b.audit(t, o.ID).Commission == 1 })
+	// The execution log row is written after the commission: wait for both.
+	waitFor(t, "the commission and the third execution", func() bool {
+		a := b.audit(t, o.ID)
+		return a.Commission == 1 && a.ExecutionsOrderPaid == 3
+	})
 	a := b.audit(t, o.ID)
 	if a.ExecutionsOrderPaid != 3 || a.Paid != 1 || a.Commission != 1 || a.ConfirmationEnqueued != 1 {
 		t.Errorf("executions=%d paid=%d commission=%d confirmation_enqueued=%d, want 3, 1, 1, 1",

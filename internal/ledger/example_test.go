@@ -1,0 +1,95 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/ledger"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.MainExamples(m) }
+
+// Two different messages ask for the commission of one order: the webhook's
+// order_paid and, a week later, a backfill's. Both carry the same business
+// intent, "the commission of order X", so the UNIQUE ledger key lets the
+// first insert the row and answers the second with already_applied.
+func ExampleReleaseCommission() {
+	ctx := context.Background()
+	pool, drop, err := pgtest.Open(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer drop()
+	q := db.New(pool)
+
+	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("commission:", ledger.Commission(o.AmountCents), "cents")
+
+	for _, messageID := range []string{"order_paid from webhook evt_1", "order_paid from backfill"} {
+		outcome, err := ledger.ReleaseCommission(ctx, q, o, messageID)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %s\n", messageID, outcome)
+	}
+
+	audit, err := q.AuditOrder(ctx, o.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("ledger rows:", audit.Commission)
+	// Output:
+	// commission: 1000 cents
+	// order_paid from webhook evt_1: applied
+	// order_paid from backfill: already_applied
+	// ledger rows: 1
+}
+
+// The classic mistake behind "--without ledger-key": a key derived from the
+// delivery instead of the business intent. Two deliveries, two keys, two
+// credits.
+func ExampleReleaseCommissionKeyedBy() {
+	ctx := context.Background()
+	pool, drop, err := pgtest.Open(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer drop()
+	q := db.New(pool)
+
+	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, messageID := range []string{"msg-from-evt_1", "msg-from-evt_2"} {
+		outcome, err := ledger.ReleaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %s\n", messageID, outcome)
+	}
+	audit, err := q.AuditOrder(ctx, o.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("ledger rows:", audit.Commission)
+	// Output:
+	// msg-from-evt_1: applied
+	// msg-from-evt_2: applied
+	// ledger rows: 2
+}
