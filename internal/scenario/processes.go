@@ -28,7 +28,7 @@ func workerRestart() *Scenario {
 		},
 		Settled: func(c Counts) bool { return c.Delivered >= restartOrders },
 		Run: func(ctx context.Context, s *Stage) error {
-			w, err := slowConfirmations(ctx, s, 400)
+			w, err := slowConfirmations(ctx, s, 400, nil)
 			if err != nil {
 				return err
 			}
@@ -54,9 +54,9 @@ func workerRestart() *Scenario {
 func gracefulRestart() *Scenario {
 	return &Scenario{
 		Name: "graceful-restart",
-		Summary: "a worker gets SIGTERM (a deploy) while an e-mail of a batch is in flight: shutting down cancels " +
-			"the call and the batch's ack, and the new worker gets the batch again",
-		Repeated:  "worker stopped (SIGTERM) mid-batch, batch redelivered",
+		Summary: "a worker gets SIGTERM (a deploy) while an e-mail is in flight at a provider slower than the " +
+			"shutdown timeout: the drain gives up, the call is cancelled, and the new worker gets that message again",
+		Repeated:  "worker stopped (SIGTERM) past its drain, redelivered",
 		Orders:    restartOrders,
 		Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
 		Without: map[string]Expect{
@@ -67,7 +67,10 @@ func gracefulRestart() *Scenario {
 		},
 		Settled: func(c Counts) bool { return c.Delivered >= restartOrders },
 		Run: func(ctx context.Context, s *Stage) error {
-			w, err := slowConfirmations(ctx, s, 400)
+			// A stop lets the message in hand finish for 3/4 of
+			// SHUTDOWN_TIMEOUT (worker.drainingSubscriber): 375ms here,
+			// against a provider that answers after 1.5s.
+			w, err := slowConfirmations(ctx, s, 1500, map[string]string{"SHUTDOWN_TIMEOUT": "500ms"})
 			if err != nil {
 				return err
 			}
@@ -90,16 +93,17 @@ func gracefulRestart() *Scenario {
 	}
 }
 
-// slowConfirmations starts the three processes, makes the provider answer
-// after delayMS, and pays restartOrders orders. It returns the worker.
-func slowConfirmations(ctx context.Context, s *Stage, delayMS int) (*proc, error) {
+// slowConfirmations starts the three processes (the worker with env added),
+// makes the provider answer after delayMS, and pays restartOrders orders. It
+// returns the worker.
+func slowConfirmations(ctx context.Context, s *Stage, delayMS int, workerEnv map[string]string) (*proc, error) {
 	if err := s.StartFakes(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.StartAPI(ctx); err != nil {
 		return nil, err
 	}
-	w, err := s.StartWorker(ctx, nil)
+	w, err := s.StartWorker(ctx, workerEnv)
 	if err != nil {
 		return nil, err
 	}

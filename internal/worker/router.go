@@ -22,8 +22,9 @@ type RouterConfig struct {
 	MaxRetries int
 	// RetryInitialInterval is the first backoff (default 100ms, doubling up to 2s).
 	RetryInitialInterval time.Duration
-	// CloseTimeout is how long in-flight handlers get to finish at shutdown
-	// (default 10s); what does not finish is left for redelivery.
+	// CloseTimeout is how long in-flight handlers get to finish, and their
+	// messages to be acknowledged, at shutdown (default 10s); what does not
+	// finish is left for redelivery. See drainingSubscriber.
 	CloseTimeout time.Duration
 	// Outer middlewares wrap the whole policy, once per delivery (tracing).
 	Outer []message.HandlerMiddleware
@@ -43,7 +44,8 @@ type RouterConfig struct {
 // PoisonQueue is added first so it wraps Retry: a message is poisoned only
 // after Retry has given up on it or declined to retry it.
 func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger watermill.LoggerAdapter, cfg RouterConfig) (*message.Router, error) {
-	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: cmp.Or(cfg.CloseTimeout, 10*time.Second)}, logger)
+	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: closeTimeout}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("create router: %w", err)
 	}
@@ -78,7 +80,9 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 		if err != nil {
 			return nil, err
 		}
-		r.AddConsumerHandler(h.name, h.topic, sub, h.fn)
+		// The drain gets most of the close timeout; the rest is for
+		// closing the subscription, which writes the acks.
+		r.AddConsumerHandler(h.name, h.topic, newDrainingSubscriber(sub, closeTimeout*3/4), h.fn)
 	}
 	return r, nil
 }
