@@ -29,7 +29,7 @@ func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, e
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
 				ConsumerGroup:    group,
-				SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: 10},
+				SchemaAdapter:    PostgresSchema{BatchSize: 10},
 				OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
 				PollInterval:     100 * time.Millisecond,
 				ResendInterval:   200 * time.Millisecond,

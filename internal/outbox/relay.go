@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/orderpaid/orderpaid/internal/broker"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -51,7 +52,7 @@ type Relay struct {
 func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.LoggerAdapter, cfg RelayConfig) (*Relay, error) {
 	sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
 		ConsumerGroup:    "outbox_relay",
-		SchemaAdapter:    wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: cmp.Or(cfg.BatchSize, 100)},
+		SchemaAdapter:    broker.PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 100)},
 		OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
 		PollInterval:     cmp.Or(cfg.PollInterval, 100*time.Millisecond),
 		InitializeSchema: true,

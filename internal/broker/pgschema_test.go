@@ -1,0 +1,155 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/broker"
+	"github.com/orderpaid/orderpaid/internal/pgtest"
+)
+
+const (
+	pollTopic = "poll"
+	pollGroup = "g"
+)
+
+// backlog creates watermill-sql's tables for pollTopic and writes rows
+// messages in transactions of perTx rows each, as publishers would, with the
+// group's position at the start.
+func backlog(tb testing.TB, pool *pgxpool.Pool, rows, perTx int) {
+	tb.Helper()
+	ctx := context.Background()
+	var stmts []string
+	schema, err := wsql.DefaultPostgreSQLSchema{}.SchemaInitializingQueries(wsql.SchemaInitializingQueriesParams{Topic: pollTopic})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	offsets, err := wsql.DefaultPostgreSQLOffsetsAdapter{}.SchemaInitializingQueries(wsql.OffsetsSchemaInitializingQueriesParams{Topic: pollTopic})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, q := range append(schema, offsets...) {
+		stmts = append(stmts, q.Query)
+	}
+	for _, s := range stmts {
+		if _, err := pool.Exec(ctx, s); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO watermill_offsets_poll (consumer_group, offset_acked, last_processed_transaction_id)
+		VALUES ($1, 0, '0')`, pollGroup); err != nil {
+		tb.Fatal(err)
+	}
+	for written := 0; written < rows; written += perTx {
+		// One statement is one transaction: its rows share a transaction_id.
+		if _, err := pool.Exec(ctx, `INSERT INTO watermill_poll (uuid, payload, metadata, transaction_id)
+			SELECT gen_random_uuid()::text, '{}', '{}', pg_current_xact_id() FROM generate_series(1, $1)`,
+			min(perTx, rows-written)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE watermill_poll"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// poll runs a schema's poll as the subscriber does, in a transaction, and
+// returns the offsets it read.
+func poll(tb testing.TB, pool *pgxpool.Pool, schema wsql.SchemaAdapter) []int64 {
+	tb.Helper()
+	q, err := schema.SelectQuery(wsql.SelectQueryParams{
+		Topic: pollTopic, ConsumerGroup: pollGroup, OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read only
+	rows, err := tx.Query(ctx, q.Query, q.Args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	offsets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int64, error) {
+		var off int64
+		var txid, id string
+		var payload, meta []byte
+		err := r.Scan(&off, &txid, &id, &payload, &meta)
+		return off, err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return offsets
+}
+
+// moveTo sets the group's position to the row at the given rank.
+func moveTo(tb testing.TB, pool *pgxpool.Pool, rank int) {
+	tb.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE watermill_offsets_poll o
+		SET offset_acked = m."offset", last_processed_transaction_id = m.transaction_id
+		FROM (SELECT "offset", transaction_id FROM watermill_poll ORDER BY transaction_id, "offset" OFFSET $1 LIMIT 1) m
+		WHERE o.consumer_group = $2`, rank, pollGroup); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// The rewritten poll must hand out exactly the rows watermill's does, in the
+// same order, wherever the group stands: at the start, inside a
+// transaction's rows, on its last row, near the end.
+func TestPostgresSchemaPollsWhatWatermillPolls(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	backlog(t, pool, 500, 7)
+	ours := broker.PostgresSchema{BatchSize: 10}
+	theirs := wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: 10}
+	for _, rank := range []int{-1, 0, 3, 6, 7, 250, 489, 495, 499} {
+		if rank >= 0 {
+			moveTo(t, pool, rank)
+		}
+		got, want := poll(t, pool, ours), poll(t, pool, theirs)
+		if !slices.Equal(got, want) {
+			t.Errorf("position at rank %d: rewritten poll read %v, watermill's %v", rank, got, want)
+		}
+		if rank < 490 && len(got) != 10 {
+			t.Errorf("position at rank %d: read %d rows, want a full batch of 10", rank, len(got))
+		}
+	}
+}
+
+// BenchmarkPollWithBacklog compares one poll of 10 rows by watermill's query
+// and by PostgresSchema's, with the group at the start of a backlog. The
+// first reads the whole backlog on every poll, the second ten rows of an
+// index:
+//
+//	go test -run '^$' -bench PollWithBacklog ./internal/broker
+func BenchmarkPollWithBacklog(b *testing.B) {
+	for _, rows := range []int{1_000, 100_000} {
+		pool, _ := pgtest.NewDatabase(b)
+		backlog(b, pool, rows, 100)
+		for _, s := range []struct {
+			name   string
+			schema wsql.SchemaAdapter
+		}{
+			{"watermill", wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: 10}},
+			{"row-range", broker.PostgresSchema{BatchSize: 10}},
+		} {
+			b.Run(fmt.Sprintf("backlog=%d/%s", rows, s.name), func(b *testing.B) {
+				for b.Loop() {
+					if n := len(poll(b, pool, s.schema)); n != 10 {
+						b.Fatalf("read %d rows, want 10", n)
+					}
+				}
+			})
+		}
+	}
+}
