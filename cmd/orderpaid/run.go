@@ -46,6 +46,8 @@ func subcommands() map[string]subcommand {
 		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
 		"scenario":  {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
 		"retention": {"remove inbox and execution log rows older than their window (safe to run twice, and concurrently)", runRetention},
+		"bench":     {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
+		"soak":      {"pay many orders while killing and restarting processes, then check every invariant", runSoak},
 	}
 }
 

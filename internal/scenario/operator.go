@@ -93,7 +93,7 @@ func reprocessOperator() *Scenario {
 			if err := s.waitPoisoned(ctx); err != nil {
 				return err
 			}
-			if err := w.terminate(10 * time.Second); err != nil {
+			if err := w.Terminate(10 * time.Second); err != nil {
 				return err
 			}
 			if _, err := s.StartWorker(ctx, nil); err != nil {

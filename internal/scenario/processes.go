@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/childproc"
 )
 
 // Processes repeat work when they die, stop or race: a worker SIGKILLed in
@@ -38,7 +40,7 @@ func workerRestart() *Scenario {
 			if _, err := s.WaitFor(ctx, "two e-mails sent", 30*time.Second, func(c Counts) bool { return c.Notified >= 2 }); err != nil {
 				return err
 			}
-			if err := w.kill(); err != nil {
+			if err := w.Kill(); err != nil {
 				return err
 			}
 			s.Logf("worker SIGKILLed with an e-mail in flight")
@@ -56,7 +58,7 @@ func gracefulRestart() *Scenario {
 		Name: "graceful-restart",
 		Summary: "a worker gets SIGTERM (a deploy) while an e-mail is in flight at a provider slower than the " +
 			"shutdown timeout: the drain gives up, the call is cancelled, and the new worker gets that message again",
-		Repeated:  "worker stopped (SIGTERM) past its drain, redelivered",
+		Repeated:  "SIGTERM past the drain, in-flight message redelivered",
 		Orders:    restartOrders,
 		Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
 		Without: map[string]Expect{
@@ -77,11 +79,11 @@ func gracefulRestart() *Scenario {
 			if _, err := s.WaitFor(ctx, "two e-mails sent", 30*time.Second, func(c Counts) bool { return c.Notified >= 2 }); err != nil {
 				return err
 			}
-			if err := w.terminate(10 * time.Second); err != nil {
+			if err := w.Terminate(10 * time.Second); err != nil {
 				return err
 			}
-			if code := w.exitCode(); code != 0 {
-				return fmt.Errorf("worker exited with %d after SIGTERM, want a clean 0; see %s", code, w.log.Name())
+			if code := w.ExitCode(); code != 0 {
+				return fmt.Errorf("worker exited with %d after SIGTERM, want a clean 0; see %s", code, w.LogPath())
 			}
 			s.Logf("worker stopped gracefully")
 			if err := s.NotifierControl(ctx, map[string]int{}); err != nil {
@@ -96,7 +98,7 @@ func gracefulRestart() *Scenario {
 // slowConfirmations starts the three processes (the worker with env added),
 // makes the provider answer after delayMS, and pays restartOrders orders. It
 // returns the worker.
-func slowConfirmations(ctx context.Context, s *Stage, delayMS int, workerEnv map[string]string) (*proc, error) {
+func slowConfirmations(ctx context.Context, s *Stage, delayMS int, workerEnv map[string]string) (*childproc.Proc, error) {
 	if err := s.StartFakes(ctx); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/childproc"
 	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/postgres"
 )
@@ -34,7 +35,7 @@ type Stage struct {
 
 	apiAddr, fakesAddr string
 	brokerPrefix       string
-	procs              []*proc
+	procs              []*childproc.Proc
 	started            map[string]int
 
 	orders  []uuid.UUID
@@ -88,7 +89,7 @@ func (s *Stage) close(keep bool) error {
 		fn()
 	}
 	for _, p := range s.procs {
-		if err := p.terminate(10 * time.Second); err != nil {
+		if err := p.Terminate(10 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -178,7 +179,7 @@ func (s *Stage) StartAPI(ctx context.Context) error {
 // StartWorker starts one more `orderpaid worker` (with the stage's --without
 // and args), with env overriding the stage's environment, and waits until
 // its consumers run.
-func (s *Stage) StartWorker(ctx context.Context, env map[string]string, args ...string) (*proc, error) {
+func (s *Stage) StartWorker(ctx context.Context, env map[string]string, args ...string) (*childproc.Proc, error) {
 	return s.start(ctx, "worker", env, "worker running", append(s.guardArgs("worker"), args...))
 }
 
@@ -189,18 +190,18 @@ func (s *Stage) guardArgs(sub string) []string {
 	return []string{sub, "--without", s.without}
 }
 
-func (s *Stage) start(ctx context.Context, kind string, env map[string]string, ready string, args []string) (*proc, error) {
+func (s *Stage) start(ctx context.Context, kind string, env map[string]string, ready string, args []string) (*childproc.Proc, error) {
 	s.started[kind]++
 	name := fmt.Sprintf("%s-%d", kind, s.started[kind])
-	p, err := startProc(s.cfg.Bin, s.dir, name, s.env(env), args)
+	p, err := childproc.Start(s.cfg.Bin, s.dir, name, s.env(env), args)
 	if err != nil {
 		return nil, err
 	}
 	s.procs = append(s.procs, p)
-	if _, err := p.waitLine(ctx, ready, 30*time.Second); err != nil {
+	if _, err := p.WaitLine(ctx, ready, 30*time.Second); err != nil {
 		return nil, err
 	}
-	s.Logf("started %s (pid %d): orderpaid %s", name, p.cmd.Process.Pid, strings.Join(args, " "))
+	s.Logf("started %s (pid %d): orderpaid %s", name, p.PID(), strings.Join(args, " "))
 	return p, nil
 }
 

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// bench and soak refuse bad values before starting anything, with a usage
+// error (exit 2) naming the flag.
+func TestBenchAndSoakCommandLine(t *testing.T) {
+	t.Parallel()
+	getenv := func(string) string { return "" }
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--broker", "kafka"}, `--broker "kafka"`},
+		{[]string{"bench", "--runs", "sideways"}, `unknown run "sideways"`},
+		{[]string{"bench", "--orders", "0"}, "must be positive"},
+		{[]string{"soak", "--broker", "kafka"}, `--broker "kafka"`},
+		{[]string{"soak", "--duplicates", "1.5"}, "--duplicates 1.5"},
+		{[]string{"soak", "--kill-every", "0s"}, "--kill-every"},
+		{[]string{"soak", "--restart-rabbitmq"}, "needs --broker amqp"},
+		{[]string{"soak", "--without", "seatbelt"}, `unknown guard "seatbelt"`},
+	} {
+		err := run(context.Background(), append([]string{"orderpaid"}, tt.args...), getenv, &strings.Builder{}, &strings.Builder{})
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/guard"
+	"github.com/orderpaid/orderpaid/internal/soak"
+)
+
+// errSoakFailed is returned when an invariant did not hold; the report
+// above it says which.
+var errSoakFailed = errors.New("soak: invariants violated (see the report above)")
+
+// runSoak pays many orders through real processes while killing and
+// restarting them, then checks every invariant. See internal/soak.
+func runSoak(e env) error {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	brokerName := fs.String("broker", config.BrokerNATS, "nats (a private nats-server the soak restarts), postgres or amqp")
+	orders := fs.Int("orders", 10_000, "orders to pay")
+	duplicates := fs.Float64("duplicates", 0.3, "share of orders whose webhook is delivered twice (0 to 1)")
+	workers := fs.Int("workers", 2, "worker processes kept running")
+	rate := fs.Float64("rate", 200, "webhooks per second")
+	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often")
+	restartEvery := fs.Duration("restart-every", 7*time.Second, "restart a random worker gracefully (SIGTERM: its relay too) this often")
+	restartPostgres := fs.Bool("restart-postgres", false, "restart the local PostgreSQL once (disturbs every other user of the server)")
+	restartRabbitMQ := fs.Bool("restart-rabbitmq", false, "with --broker amqp: restart the local RabbitMQ app once (disturbs every other user)")
+	settle := fs.Duration("settle-timeout", 3*time.Minute, "how long the flow may take to settle after the load")
+	logDir := fs.String("logs", "", "directory for the processes' logs (default: a new temporary directory)")
+	keep := fs.Bool("keep", false, "keep the soak's database even when every invariant held")
+	withoutList := fs.String("without", "", "switch guards off in api and workers to watch the soak catch the damage: "+strings.Join(guard.Names(), ", "))
+	if err := parseFlags(fs, e, "[flags]"); err != nil {
+		return helpOK(err)
+	}
+	switch {
+	case !slices.Contains([]string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS}, *brokerName):
+		return usageError{fmt.Errorf("soak: --broker %q: want nats, postgres or amqp", *brokerName)}
+	case *orders < 1 || *workers < 1 || *rate <= 0:
+		return usageError{errors.New("soak: --orders, --workers and --rate must be positive")}
+	case *duplicates < 0 || *duplicates > 1:
+		return usageError{fmt.Errorf("soak: --duplicates %v: want a share between 0 and 1", *duplicates)}
+	case *killEvery <= 0 || *restartEvery <= 0 || *settle <= 0:
+		return usageError{errors.New("soak: --kill-every, --restart-every and --settle-timeout must be positive durations")}
+	case *restartRabbitMQ && *brokerName != config.BrokerAMQP:
+		return usageError{errors.New("soak: --restart-rabbitmq needs --broker amqp")}
+	}
+	if _, err := guard.Without(*withoutList); err != nil {
+		return usageError{fmt.Errorf("soak: --without: %w", err)}
+	}
+	cfg, _, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("soak: find the orderpaid binary to start: %w", err)
+	}
+	if *logDir == "" {
+		if *logDir, err = os.MkdirTemp("", "orderpaid-soak-"); err != nil {
+			return fmt.Errorf("soak: create a log directory (set --logs): %w", err)
+		}
+	}
+	rep, err := soak.Run(e.ctx, soak.Config{
+		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL,
+		Orders: *orders, Duplicates: *duplicates, Workers: *workers, Without: *withoutList, Rate: *rate,
+		KillEvery: *killEvery, RestartEvery: *restartEvery,
+		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
+		SettleTimeout: *settle, LogDir: *logDir, Keep: *keep, KeepOnFailure: true, Progress: e.stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("%w (process logs in %s)", err, *logDir)
+	}
+	rep.Print(e.stdout)
+	if !rep.Passed() {
+		return errSoakFailed
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Benchmarks the real pipeline (docs/performance.md): builds bin/orderpaid and
+# runs `orderpaid bench` once per broker, one after the other (never two at
+# once: they would share the CPUs). Needs PostgreSQL (DATABASE_URL, default
+# the local server; its role must be allowed to CREATE DATABASE), and
+# RabbitMQ and NATS for those brokers (scripts/services.sh starts them).
+#
+# Usage: scripts/bench.sh                  guards on/off and half load, on postgres, amqp and nats
+#        BROKERS=postgres scripts/bench.sh --orders 20000
+#        scripts/bench.sh --full           also the 5M-row inbox and the 1M-order backfill (postgres;
+#                                          takes about half an hour)
+# Extra flags go to every `orderpaid bench` (orderpaid bench -h lists them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+
+full=()
+args=()
+for a in "$@"; do
+  if [ "$a" = "--full" ]; then full=(--inbox-rows 5000000 --backfill 1000000); else args+=("$a"); fi
+done
+
+echo "==> building bin/orderpaid"
+go build -o bin/orderpaid ./cmd/orderpaid
+
+for broker in ${BROKERS:-postgres amqp nats}; do
+  extra=()
+  if [ "$broker" = postgres ]; then extra=("${full[@]}"); fi
+  echo
+  echo "==> orderpaid bench --broker $broker ${extra[*]} ${args[*]}"
+  bin/orderpaid bench --broker "$broker" "${extra[@]}" "${args[@]}"
+done
