@@ -71,6 +71,7 @@ func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, er
 	res = BackfillResult{Orders: n, Enqueue: time.Since(start)}
 	fmt.Fprintf(cfg.Progress, "bench: backfill: %d order_paid enqueued in %s; waiting for the worker\n", n, res.Enqueue.Round(time.Second))
 	q := db.New(d.Pool)
+	lastReport := time.Now()
 	for {
 		// Counting a million rows every second would cost the run a tenth
 		// of a core: the newest id says when counting is worth it.
@@ -86,6 +87,12 @@ func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, er
 		}
 		if done >= int64(n) {
 			break
+		}
+		if time.Since(lastReport) >= 30*time.Second {
+			// The newest id runs a little ahead of the count (retries are
+			// executions too): enough to show the run is moving.
+			lastReport = time.Now()
+			fmt.Fprintf(cfg.Progress, "bench: backfill: about %d of %d handled after %s\n", min(newest, int64(n)), n, time.Since(start).Round(time.Second))
 		}
 		if stack.Workers()[0].Exited() {
 			return res, fmt.Errorf("the worker exited after about %d of %d executions; see %s", newest, n, stack.Workers()[0].LogPath())
