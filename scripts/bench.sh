@@ -8,7 +8,7 @@
 # Usage: scripts/bench.sh                  guards on/off and half load, on postgres, amqp and nats
 #        BROKERS=postgres scripts/bench.sh --orders 20000
 #        scripts/bench.sh --full           also the 5M-row inbox and the 1M-order backfill (postgres;
-#                                          takes about half an hour)
+#                                          takes an hour or more on 2 cores)
 # Extra flags go to every `orderpaid bench` (orderpaid bench -h lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
