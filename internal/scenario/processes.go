@@ -71,8 +71,9 @@ func gracefulRestart() *Scenario {
 		Run: func(ctx context.Context, s *Stage) error {
 			// A stop lets the message in hand finish for 3/4 of
 			// SHUTDOWN_TIMEOUT (worker.drainingSubscriber): 375ms here,
-			// against a provider that answers after 1.5s.
-			w, err := slowConfirmations(ctx, s, 1500, map[string]string{"SHUTDOWN_TIMEOUT": "500ms"})
+			// against a provider that answers after 3s, so even a SIGTERM
+			// delivered late on a busy machine stops the call in flight.
+			w, err := slowConfirmations(ctx, s, 3000, map[string]string{"SHUTDOWN_TIMEOUT": "500ms"})
 			if err != nil {
 				return err
 			}
