@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jackc/pgx/v5"
@@ -56,6 +57,25 @@ func backlog(tb testing.TB, pool *pgxpool.Pool, rows, perTx int) {
 	}
 	if _, err := pool.Exec(ctx, "VACUUM ANALYZE watermill_poll"); err != nil {
 		tb.Fatal(err)
+	}
+	// Both polls see a row only once every transaction older than it has
+	// ended, on the whole server: another test's open transaction holds
+	// them back. Wait until all rows are visible, so that both polls, run
+	// one after the other, see the same rows.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var visible int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM watermill_poll
+			WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&visible); err != nil {
+			tb.Fatal(err)
+		}
+		if visible == rows {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d of %d rows visible after a minute: a transaction left open on the server holds them back", visible, rows)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
