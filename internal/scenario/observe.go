@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/worker"
 )
 
 // Observe reads the counts now: the API's audit of every tracked order, the
@@ -87,6 +92,9 @@ func (s *Stage) settle(ctx context.Context, settled func(Counts) bool, quiet, ti
 				err = fmt.Errorf("%d message(s) still in the outbox", backlog)
 			}
 		}
+		if err == nil && s.cfg.Broker == "postgres" {
+			err = s.topicsDrained(ctx)
+		}
 		switch {
 		case err != nil:
 			lastErr = err
@@ -116,4 +124,36 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// topicsDrained fails while a message published on the postgres broker is not
+// yet consumed. Counts alone can stand still for longer than the quiet
+// period while one is waiting: a row becomes visible to the consumer only
+// once every older transaction on the whole server has ended, and other
+// scenarios' and tests' handlers hold transactions open for seconds.
+func (s *Stage) topicsDrained(ctx context.Context) error {
+	for _, t := range []struct{ topic, group string }{
+		{event.TopicOrderPaid, worker.HandlerOrderPaid},
+		{event.TopicOrderConfirmed, worker.HandlerOrderConfirmed},
+	} {
+		messages, offsets := pgx.Identifier{"watermill_" + t.topic}.Sanitize(), pgx.Identifier{"watermill_offsets_" + t.topic}.Sanitize()
+		var exists bool
+		if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", messages, offsets).Scan(&exists); err != nil {
+			return fmt.Errorf("look for the %s tables: %w", t.topic, err)
+		}
+		if !exists {
+			continue // nothing published on this topic yet
+		}
+		var waiting int64
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+messages+` m
+			WHERE NOT EXISTS (SELECT 1 FROM `+offsets+` o WHERE o.consumer_group = $1
+				AND (o.last_processed_transaction_id, o.offset_acked) >= (m.transaction_id, m."offset"))`, t.group).Scan(&waiting)
+		if err != nil {
+			return fmt.Errorf("count %s messages not yet consumed: %w", t.topic, err)
+		}
+		if waiting > 0 {
+			return fmt.Errorf("%d %s message(s) not yet consumed", waiting, t.topic)
+		}
+	}
+	return nil
 }
