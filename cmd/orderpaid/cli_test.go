@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/orderpaid/orderpaid/internal/pgtest"
 )
 
 // Every subcommand has -h, and every command-line mistake is a usageError
@@ -57,4 +59,20 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A pool too small for the worker's lanes would deadlock under load (every
+// connection held by a lane waiting for a handler that waits for a
+// connection): the worker refuses to start and says what to set.
+func TestWorkerRefusesAPoolSmallerThanItsLanes(t *testing.T) {
+	t.Parallel()
+	_, dbURL := pgtest.NewDatabase(t)
+	getenv := func(k string) string {
+		return map[string]string{"DATABASE_URL": dbURL + "&pool_max_conns=4", "BROKER": "postgres", "HTTP_ADDR": "127.0.0.1:0"}[k]
+	}
+	var out strings.Builder
+	err := run(t.Context(), []string{"orderpaid", "worker"}, getenv, &out, &out)
+	if !strings.Contains(errString(err), "set pool_max_conns to at least 8") {
+		t.Fatalf("worker with pool_max_conns=4: err = %v, want one asking for at least 8", err)
+	}
 }

@@ -177,6 +177,17 @@ type workerParts struct {
 // consumers' router.
 func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	cfg, pool, b, tel, logger := w.cfg, w.pool, w.broker, w.tel, w.wmLogger
+	// Each lane of the relay, and each consumer on the postgres broker, holds
+	// a connection while its message is handled; the handlers need more.
+	held := outbox.RelayLanes
+	if b.Name == config.BrokerPostgres {
+		held += 2
+	}
+	if size := int(pool.Config().MaxConns); size < held+4 {
+		return fmt.Errorf("DATABASE_URL sets pool_max_conns=%d, but a worker on BROKER=%s holds up to %d connections "+
+			"while messages are in its handlers, and they need more: set pool_max_conns to at least %d, or leave it out (default %d)",
+			size, b.Name, held, held+4, postgres.DefaultMaxConns)
+	}
 	for topic, group := range map[string]string{
 		event.TopicOrderPaid:      worker.HandlerOrderPaid,
 		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,

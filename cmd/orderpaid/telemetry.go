@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -47,6 +48,8 @@ func serveWorkerMetrics(ctx context.Context, g *errgroup.Group, e env, cfg confi
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", tel.MetricsHandler)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	serveHTTP(ctx, g, "metrics", ln, mux, cfg.ShutdownTimeout, logger)
 	fmt.Fprintf(e.stdout, "metrics listening on http://%s/metrics\n", ln.Addr())
 	return nil

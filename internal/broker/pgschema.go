@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5"
 )
 
 // PostgresSchema is watermill-sql's DefaultPostgreSQLSchema (same tables,
@@ -25,28 +26,74 @@ type PostgresSchema struct {
 	wsql.DefaultPostgreSQLSchema
 	// BatchSize is how many rows one poll reads.
 	BatchSize int
+	// Lanes, when more than 1, makes the poll read only the rows of lane
+	// Lane, computed from LaneKey (see PostgresLanes and LaneOf).
+	Lanes, Lane int
+	// LaneKey is LaneKeyMessage or LaneKeyEnvelope.
+	LaneKey string
 }
 
 // SelectQuery returns the poll: the group's position, locked FOR UPDATE as
-// watermill does (members of a group take turns), then the next BatchSize
-// committed rows after it, in (transaction_id, offset) order.
+// watermill does, then the next BatchSize committed rows after it, in
+// (transaction_id, offset) order. Two differences from watermill's:
+//
+//   - The position is locked only when a row is waiting after it. Taking the
+//     lock gives the transaction an id and makes its commit wait for a WAL
+//     flush; an idle worker polls each of its lanes ten times a second, and
+//     those empty polls now only read.
+//   - The lock SKIPs a position another member of the group holds: that
+//     member is handling the messages after it, so there is nothing to hand
+//     out, and this poll returns no rows at once instead of waiting on the
+//     lock with a connection open (and then failing with a serialization
+//     error: the subscriber reads in REPEATABLE READ). Members still take
+//     turns; with lanes, several workers hold different lanes at once.
+//
+// A row is visible only once every transaction that started before it has
+// ended (pg_snapshot_xmin): one still running could commit a row that sorts
+// before it. That rule is watermill's, unchanged.
 func (s PostgresSchema) SelectQuery(params wsql.SelectQueryParams) (wsql.Query, error) {
-	position, err := params.OffsetsAdapter.NextOffsetQuery(wsql.NextOffsetQueryParams{
-		Topic:         params.Topic,
-		ConsumerGroup: params.ConsumerGroup,
-	})
-	if err != nil {
-		return wsql.Query{}, err
+	offsets, ok := params.OffsetsAdapter.(interface{ MessagesOffsetsTable(string) string })
+	if !ok {
+		return wsql.Query{}, fmt.Errorf("offsets adapter %T does not name its table", params.OffsetsAdapter)
 	}
-	// A row is visible only once every transaction that started before it
-	// has ended (pg_snapshot_xmin): one still running could commit a row
-	// that sorts before it. That rule is watermill's, unchanged.
-	query := `WITH last_processed AS (` + position.Query + `)
+	positions, messages := offsets.MessagesOffsetsTable(params.Topic), s.MessagesTable(params.Topic)
+	after := func(position string) string {
+		where := `(transaction_id, "offset") > (SELECT last_processed_transaction_id, offset_acked FROM ` + position + `)
+  AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())`
+		if s.Lanes > 1 {
+			where += fmt.Sprintf("\n  AND %s = %d", LaneOf(s.LaneKey, s.Lanes), s.Lane)
+		}
+		return where
+	}
+	query := `WITH seen AS (
+  SELECT offset_acked, last_processed_transaction_id FROM ` + positions + ` WHERE consumer_group = $1
+), waiting AS (
+  SELECT 1 FROM ` + messages + ` WHERE ` + after("seen") + ` LIMIT 1
+), last_processed AS (
+  SELECT offset_acked, last_processed_transaction_id FROM ` + positions + `
+  WHERE consumer_group = $1 AND EXISTS (SELECT 1 FROM waiting)
+  FOR UPDATE SKIP LOCKED
+)
 SELECT "offset", transaction_id, uuid, payload, metadata
-FROM ` + s.MessagesTable(params.Topic) + `
-WHERE (transaction_id, "offset") > (SELECT last_processed_transaction_id, offset_acked FROM last_processed)
-  AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+FROM ` + messages + `
+WHERE ` + after("last_processed") + `
 ORDER BY transaction_id, "offset"
 LIMIT ` + fmt.Sprint(max(s.BatchSize, 1))
-	return wsql.Query{Query: query, Args: position.Args}, nil
+	return wsql.Query{Query: query, Args: []any{params.ConsumerGroup}}, nil
+}
+
+// SchemaInitializingQueries creates watermill's tables and, when the schema
+// reads in lanes, an index of each row's lane followed by its position, so a
+// lane's poll is one range of that index: it reads only its own rows, and
+// computes no lane (no JSON parsed) at poll time. watermill runs these
+// queries in one transaction behind an advisory lock, so subscribers
+// starting together do not race to create the index.
+func (s PostgresSchema) SchemaInitializingQueries(params wsql.SchemaInitializingQueriesParams) ([]wsql.Query, error) {
+	queries, err := s.DefaultPostgreSQLSchema.SchemaInitializingQueries(params)
+	if err != nil || s.Lanes <= 1 {
+		return queries, err
+	}
+	index := pgx.Identifier{fmt.Sprintf("watermill_%s_lanes%d", params.Topic, s.Lanes)}.Sanitize()
+	return append(queries, wsql.Query{Query: `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + s.MessagesTable(params.Topic) +
+		` ((` + LaneOf(s.LaneKey, s.Lanes) + `), transaction_id, "offset")`}), nil
 }

@@ -173,3 +173,96 @@ func BenchmarkPollWithBacklog(b *testing.B) {
 		}
 	}
 }
+
+// ourPoll is PostgresSchema's poll of pollTopic as pollGroup.
+func ourPoll(tb testing.TB) wsql.Query {
+	tb.Helper()
+	q, err := broker.PostgresSchema{BatchSize: 10}.SelectQuery(wsql.SelectQueryParams{
+		Topic: pollTopic, ConsumerGroup: pollGroup, OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return q
+}
+
+// countRows runs q in tx and counts the rows it returns.
+func countRows(ctx context.Context, tx pgx.Tx, q wsql.Query) (int, error) {
+	rows, err := tx.Query(ctx, q.Query, q.Args...)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
+}
+
+// While one member of a group holds its position (it is handling the
+// messages after it), another member's poll returns nothing at once instead
+// of waiting for the lock with a connection open. With FOR UPDATE without
+// SKIP LOCKED, the second poll waits and the statement timeout fails it.
+func TestPollSkipsAPositionAnotherMemberHolds(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	backlog(t, pool, 20, 1)
+	ctx, q := t.Context(), ourPoll(t)
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx) //nolint:errcheck // only held
+	if held, err := countRows(ctx, holder, q); err != nil || held != 10 {
+		t.Fatalf("first member read %d rows (err %v), want 10", held, err)
+	}
+
+	other, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx) //nolint:errcheck // read only
+	if _, err := other.Exec(ctx, "SET LOCAL statement_timeout = '2s'"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := countRows(ctx, other, q)
+	if err != nil {
+		t.Fatalf("second member's poll: %v (after %v); want no rows at once", err, time.Since(start).Round(time.Millisecond))
+	}
+	if got != 0 {
+		t.Fatalf("second member read %d rows while the first holds the position: they would be handled twice", got)
+	}
+}
+
+// A poll that finds nothing waiting only reads: it locks no position, so its
+// transaction gets no id and its commit waits for no WAL flush (an idle
+// worker polls each lane ten times a second). One that finds rows locks the
+// position, as members of a group must take turns.
+func TestEmptyPollTakesNoLock(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	backlog(t, pool, 3, 1)
+	ctx, q := t.Context(), ourPoll(t)
+	pollTx := func() (rows int, gotID bool) {
+		tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // inspected only
+		if rows, err = countRows(ctx, tx, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&gotID); err != nil {
+			t.Fatal(err)
+		}
+		return rows, gotID
+	}
+	if rows, gotID := pollTx(); rows != 3 || !gotID {
+		t.Fatalf("poll with 3 rows waiting: read %d, locked the position %v; want 3 and a lock", rows, gotID)
+	}
+	moveTo(t, pool, 2) // everything consumed
+	if rows, gotID := pollTx(); rows != 0 || gotID {
+		t.Fatalf("poll with nothing waiting: read %d, locked the position %v; want 0 and no lock", rows, gotID)
+	}
+}

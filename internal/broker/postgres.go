@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -13,8 +12,9 @@ import (
 
 // newPostgres uses PostgreSQL itself as the broker: one watermill_<topic>
 // table per topic and one offsets table per topic, keyed by consumer group.
-// Members of one group are serialised by the FOR UPDATE lock on their offset
-// row, so with this broker more replicas add availability, not throughput.
+// Members of one group take turns on its offset row (FOR UPDATE), so with
+// this broker more replicas add availability, not throughput (lanes.go says
+// why the consumers read in one lane).
 func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, error) {
 	pub, err := wsql.NewPublisher(wsql.BeginnerFromPgx(pool), wsql.PublisherConfig{
 		SchemaAdapter:        wsql.DefaultPostgreSQLSchema{},
@@ -27,14 +27,7 @@ func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, e
 		Name:      "postgres",
 		Publisher: pub,
 		newSubscriber: func(group string) (message.Subscriber, error) {
-			return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
-				ConsumerGroup:    group,
-				SchemaAdapter:    PostgresSchema{BatchSize: 10},
-				OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
-				PollInterval:     100 * time.Millisecond,
-				ResendInterval:   200 * time.Millisecond,
-				InitializeSchema: true,
-			}, logger)
+			return NewPostgresSubscriber(pool, PostgresSubscriberConfig{ConsumerGroup: group}, logger)
 		},
 		ping: func(ctx context.Context) error { return pool.Ping(ctx) },
 	}, nil

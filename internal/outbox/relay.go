@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,17 +44,28 @@ type Relay struct {
 	fwd *forwarder.Forwarder
 }
 
+// The relay reads the outbox as consumer group RelayGroup, in RelayLanes
+// lanes by order id ("outbox_relay.lane0of2", "outbox_relay.lane1of2"; see
+// broker/lanes.go): the rows of different orders are relayed in parallel,
+// those of one order in the order they were written. One lane was the
+// slowest stage of the pipeline: the relay publishes twice per order, each
+// a commit. The OutboxBacklog query repeats the number.
+const (
+	RelayGroup = "outbox_relay"
+	RelayLanes = 2
+)
+
 // NewRelay builds a relay reading the outbox through pool and publishing to out.
-// Several relays may run at once: they share one consumer group, whose offset
-// row watermill locks FOR UPDATE, so they take turns instead of publishing the
-// same rows twice in the normal case.
+// Several relays may run at once: they share one consumer group, whose lanes'
+// offset rows watermill locks FOR UPDATE, so they take turns on each lane
+// instead of publishing the same rows twice in the normal case.
 func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.LoggerAdapter, cfg RelayConfig) (*Relay, error) {
-	sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
-		ConsumerGroup:    "outbox_relay",
-		SchemaAdapter:    broker.PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 100)},
-		OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
-		PollInterval:     cmp.Or(cfg.PollInterval, 100*time.Millisecond),
-		InitializeSchema: true,
+	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+		ConsumerGroup: RelayGroup,
+		Lanes:         RelayLanes,
+		LaneKey:       broker.LaneKeyEnvelope,
+		BatchSize:     cmp.Or(cfg.BatchSize, 100),
+		PollInterval:  cmp.Or(cfg.PollInterval, 100*time.Millisecond),
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("create outbox subscriber: %w", err)
