@@ -101,8 +101,11 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	}
 	seeded := []string{"orders"}
 	if spec.InboxRows > 0 {
-		progress("seeding %d rows into each inbox", spec.InboxRows)
-		if err := SeedInboxes(ctx, d.Pool, spec.InboxRows); err != nil {
+		progress("seeding %d rows into each inbox (about a minute per million)", spec.InboxRows)
+		start := time.Now()
+		if err := SeedInboxes(ctx, d.Pool, spec.InboxRows, func(done int) {
+			progress("seeded %d of %d rows into each inbox (%s)", done, spec.InboxRows, time.Since(start).Round(time.Second))
+		}); err != nil {
 			return Result{}, err
 		}
 		seeded = append(seeded, "webhook_inbox", "consumer_inbox")
