@@ -92,7 +92,10 @@ func TestSoakCatchesADoubleCommission(t *testing.T) {
 	rep, err := soak.Run(t.Context(), soak.Config{
 		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
 		Orders: 40, Rate: 200, Workers: 1, Without: "ledger-key",
-		KillEvery: time.Hour, RestartEvery: time.Hour, SettleTimeout: 8 * time.Second,
+		// With a guard off the checks never all pass, so the soak waits the
+		// whole settle timeout; it runs beside TestSoakUnderFaults, which
+		// takes longer, and 30s leaves room for a loaded machine (8s did not).
+		KillEvery: time.Hour, RestartEvery: time.Hour, SettleTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
