@@ -193,14 +193,20 @@ func (bb bundle) publish(t *testing.T, n int) []*message.Message {
 // receive waits for the next message on ch.
 func receive(t *testing.T, ch <-chan *message.Message) *message.Message {
 	t.Helper()
+	return receiveWithin(t, ch, 10*time.Second)
+}
+
+// receiveWithin waits up to d for the next message on ch.
+func receiveWithin(t *testing.T, ch <-chan *message.Message, d time.Duration) *message.Message {
+	t.Helper()
 	select {
 	case msg, ok := <-ch:
 		if !ok {
 			t.Fatal("subscription closed before a message arrived")
 		}
 		return msg
-	case <-time.After(10 * time.Second):
-		t.Fatal("no message within 10s")
+	case <-time.After(d):
+		t.Fatalf("no message within %v", d)
 	}
 	return nil
 }
