@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderpaid/orderpaid/internal/pgtest"
 )
@@ -70,8 +71,11 @@ func TestWorkerRefusesAPoolSmallerThanItsLanes(t *testing.T) {
 	getenv := func(k string) string {
 		return map[string]string{"DATABASE_URL": dbURL + "&pool_max_conns=4", "BROKER": "postgres", "HTTP_ADDR": "127.0.0.1:0"}[k]
 	}
+	// Without the check the worker would start and run: stop it after 10s.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	var out strings.Builder
-	err := run(t.Context(), []string{"orderpaid", "worker"}, getenv, &out, &out)
+	err := run(ctx, []string{"orderpaid", "worker"}, getenv, &out, &out)
 	if !strings.Contains(errString(err), "set pool_max_conns to at least 8") {
 		t.Fatalf("worker with pool_max_conns=4: err = %v, want one asking for at least 8", err)
 	}

@@ -27,7 +27,7 @@ type PostgresSchema struct {
 	// BatchSize is how many rows one poll reads.
 	BatchSize int
 	// Lanes, when more than 1, makes the poll read only the rows of lane
-	// Lane, computed from LaneKey (see PostgresLanes and LaneOf).
+	// Lane, computed from LaneKey (see lanes.go and LaneOf).
 	Lanes, Lane int
 	// LaneKey is LaneKeyMessage or LaneKeyEnvelope.
 	LaneKey string

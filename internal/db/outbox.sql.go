@@ -22,7 +22,7 @@ WHERE r.consumer_group IS NULL
 
 // Outbox rows not yet relayed: those after the position of the relay lane
 // that reads them. The relay reads the outbox in 2 lanes by order id
-// (broker.PostgresLanes, broker.LaneKeyEnvelope; a test checks the two stay
+// (outbox.RelayLanes, broker.LaneKeyEnvelope; a test checks the two stay
 // in step), each as consumer group "outbox_relay.lane<k>of2", and each lane in
 // (transaction_id, offset) order, not offset order (a transaction that took
 // its offset earlier may commit later), so a position is the pair: comparing
