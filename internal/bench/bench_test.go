@@ -63,6 +63,9 @@ func TestSmallBenchmarkCountsEveryEffectOnce(t *testing.T) {
 				workerRSS = u.PeakRSSKB
 			}
 		}
+		if run.CPUPerOrder() <= 0 || run.CPUBound(rep.Cores) <= 0 {
+			t.Errorf("%s: CPU per order %s, bound %.0f/s on %d cores, want both positive", run.Name, run.CPUPerOrder(), run.CPUBound(rep.Cores), rep.Cores)
+		}
 		if workerRSS == 0 {
 			t.Errorf("%s: no peak RSS read for the worker: %+v", run.Name, run.Usage)
 		}
@@ -72,7 +75,7 @@ func TestSmallBenchmarkCountsEveryEffectOnce(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep.Print(&out)
-	for _, want := range []string{"ceiling:", "guards on", "guards off", "targets (issue 8)", "every effect once: guards on"} {
+	for _, want := range []string{"ceiling:", "guards on", "guards off", "targets (issue 8)", "every effect once: guards on", "CPU budget: guards on costs"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

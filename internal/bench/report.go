@@ -14,8 +14,8 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s\nserver:  %s\nbroker:  %s\n", r.Machine, r.Server, r.Broker)
 	c := r.Ceiling
 	fmt.Fprintf(w, "ceiling: %.0f tx/s (effect step: state-check UPDATE + transition row + outbox row in one transaction, %d goroutines, %d transactions;\n"+
-		"         CPU per transaction: client %s, PostgreSQL %s)\n\n",
-		c.PerSecond(), c.Workers, c.Txs, perTx(c.ClientCPU, c.Txs), perTx(c.ServerCPU, c.Txs))
+		"         CPU per transaction: client %s, PostgreSQL %s, together %s)\n\n",
+		c.PerSecond(), c.Workers, c.Txs, perTx(c.ClientCPU, c.Txs), perTx(c.ServerCPU, c.Txs), ms(c.CPUPerTx()))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\torders\torders/s\tx ceiling\te2e p50\te2e p99\trelay p50\trelay p99\tretries\t")
@@ -40,17 +40,20 @@ func (r Report) Print(w io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\nCPU (cores busy on average during the run) and peak RSS (VmHWM)")
+	fmt.Fprintln(w, "\nCPU (cores busy on average during the run) and peak RSS (VmHWM); CPU per order of all of them, and the most")
+	fmt.Fprintf(w, "orders/s %d cores could finish at that cost (see docs/performance.md, \"What limits throughput\")\n", r.Cores)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if len(r.Runs) > 0 {
 		header := []string{"run"}
 		for _, u := range r.Runs[0].Usage {
 			header = append(header, u.Name)
 		}
+		header = append(header, "CPU/order", "bound", "x ceiling")
 		fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	}
 	for _, run := range r.Runs {
-		fmt.Fprintln(tw, run.Name+"\t"+usageCells(run.Usage)+"\t")
+		bound := run.CPUBound(r.Cores)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f/s\t%.2f\t\n", run.Name, usageCells(run.Usage), ms(run.CPUPerOrder()), bound, bound/r.Ceiling.PerSecond())
 	}
 	tw.Flush()
 
@@ -71,6 +74,9 @@ func (r Report) Print(w io.Writer) {
 			mark = "NOT MET"
 		}
 		fmt.Fprintf(w, "  [%s] %-52s %s\n", mark, t.Name, t.Got)
+	}
+	if note := r.cpuBudgetNote(); note != "" {
+		fmt.Fprintf(w, "\nCPU budget: %s\n", strings.ReplaceAll(note, "\n", "\n            "))
 	}
 }
 

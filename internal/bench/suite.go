@@ -38,7 +38,9 @@ type Report struct {
 	Date            time.Time
 	Machine, Server string
 	Broker          string
-	Ceiling         Ceiling
+	// Cores is the number of CPUs the processes share (runtime.NumCPU).
+	Cores   int
+	Ceiling Ceiling
 	Runs            []Result
 	Backfill        *BackfillResult
 }
@@ -47,7 +49,7 @@ type Report struct {
 // (never two at once: they would share the two cores).
 func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 	cfg = cfg.withDefaults()
-	rep := Report{Date: time.Now().UTC(), Machine: machine(), Broker: cfg.Broker}
+	rep := Report{Date: time.Now().UTC(), Machine: machine(), Broker: cfg.Broker, Cores: runtime.NumCPU()}
 	d, err := CreateDatabase(ctx, cfg.AdminURL, "orderpaid_bench")
 	if err != nil {
 		return rep, err
