@@ -39,10 +39,10 @@ type Report struct {
 	Machine, Server string
 	Broker          string
 	// Cores is the number of CPUs the processes share (runtime.NumCPU).
-	Cores   int
-	Ceiling Ceiling
-	Runs            []Result
-	Backfill        *BackfillResult
+	Cores    int
+	Ceiling  Ceiling
+	Runs     []Result
+	Backfill *BackfillResult
 }
 
 // Suite measures the ceiling, then every run of plan, one after the other
