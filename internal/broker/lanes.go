@@ -135,16 +135,28 @@ func newLanedSubscriber(lanes []message.Subscriber) *lanedSubscriber {
 // received after Close began is nacked, not handed out: its lane's
 // subscriber is closing too and delivers it again later.
 func (l *lanedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	out := make(chan *message.Message)
-	var wg sync.WaitGroup
+	// One context for the lanes of this subscription: if a lane cannot
+	// subscribe, the lanes subscribed before it are stopped too, instead of
+	// reading on for a subscription the caller never got.
+	ctx, cancel := context.WithCancel(ctx)
+	ins := make([]<-chan *message.Message, 0, len(l.lanes))
 	for k, lane := range l.lanes {
 		in, err := lane.Subscribe(ctx, topic)
 		if err != nil {
+			cancel()
+			for _, in := range ins {
+				for msg := range in { // closed once the lane has stopped
+					msg.Nack()
+				}
+			}
 			return nil, fmt.Errorf("subscribe lane %d: %w", k, err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		ins = append(ins, in)
+	}
+	out := make(chan *message.Message)
+	var wg sync.WaitGroup
+	for _, in := range ins {
+		wg.Go(func() {
 			for msg := range in {
 				select {
 				case out <- msg:
@@ -152,9 +164,13 @@ func (l *lanedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 					msg.Nack()
 				}
 			}
-		}()
+		})
 	}
-	go func() { wg.Wait(); close(out) }()
+	go func() {
+		wg.Wait()
+		cancel()
+		close(out)
+	}()
 	return out, nil
 }
 

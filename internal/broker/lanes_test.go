@@ -121,3 +121,67 @@ func TestLanesRunOrdersInParallelAndOneOrderInOrder(t *testing.T) {
 		got.Ack()
 	}
 }
+
+// A subscription in lanes is all or nothing: when a lane cannot subscribe,
+// the lanes that already did are stopped before the error is returned. A lane
+// left reading for a subscription nobody got would take the next message of
+// its group, lock the group's position and never hand it out, so another
+// member of the group would skip that position for good.
+//
+// Here lane 1 of a relay's subscriber is closed, so subscribing fails on it;
+// then a message in lane 0 must reach another member of the same group.
+func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
+	pool, _ := pgtest.NewDatabase(t)
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	const topic = "lanes_fail"
+	newSub := func() message.Subscriber {
+		sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+			ConsumerGroup: "relay", Lanes: lanes, LaneKey: broker.LaneKeyMessage,
+		}, watermill.NopLogger{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Close() })
+		if err := sub.(message.SubscribeInitializer).SubscribeInitialize(topic); err != nil {
+			t.Fatal(err)
+		}
+		return sub
+	}
+
+	broken := newSub()
+	if err := broker.Lanes(broken)[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.Subscribe(t.Context(), topic); err == nil {
+		t.Fatal("subscribed with a closed lane, want an error")
+	}
+
+	var inLane0 string
+	for inLane0 == "" {
+		if id := watermill.NewUUID(); laneOf(t, pool, id) == 0 {
+			inLane0 = id
+		}
+	}
+	msg := orderMessage(inLane0)
+	if err := b.Publisher.Publish(topic, msg); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := newSub().Subscribe(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ch:
+		if got.UUID != msg.UUID {
+			t.Fatalf("got message %s, want %s", got.UUID, msg.UUID)
+		}
+		got.Ack()
+	case <-time.After(5 * time.Second):
+		t.Fatal("lane 0's message did not reach the other member within 5s: " +
+			"the failed subscription's lane 0 is still reading and holds the group's position")
+	}
+}
