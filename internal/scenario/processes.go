@@ -70,7 +70,7 @@ func gracefulRestart() *Scenario {
 		Settled: func(c Counts) bool { return c.Delivered >= restartOrders },
 		Run: func(ctx context.Context, s *Stage) error {
 			// A stop lets the message in hand finish for 3/4 of
-			// SHUTDOWN_TIMEOUT (worker.drainingSubscriber): 375ms here,
+			// SHUTDOWN_TIMEOUT (broker.NewDraining): 375ms here,
 			// against a provider that answers after 3s, so even a SIGTERM
 			// delivered late on a busy machine stops the call in flight.
 			w, err := slowConfirmations(ctx, s, 3000, map[string]string{"SHUTDOWN_TIMEOUT": "500ms"})

@@ -120,8 +120,8 @@ func (in *injector) killWorker(ctx context.Context) {
 }
 
 // restartWorker stops a random worker with SIGTERM (its relay and
-// consumers stop mid-batch), after starting its replacement, as a rolling
-// deploy does.
+// consumers drain what they have in hand), after starting its replacement,
+// as a rolling deploy does.
 func (in *injector) restartWorker(ctx context.Context) {
 	ws := in.running()
 	if len(ws) == 0 {

@@ -24,7 +24,7 @@ type RouterConfig struct {
 	RetryInitialInterval time.Duration
 	// CloseTimeout is how long in-flight handlers get to finish, and their
 	// messages to be acknowledged, at shutdown (default 10s); what does not
-	// finish is left for redelivery. See drainingSubscriber.
+	// finish is left for redelivery. See broker.NewDraining.
 	CloseTimeout time.Duration
 	// Outer middlewares wrap the whole policy, once per delivery (tracing).
 	Outer []message.HandlerMiddleware
@@ -82,7 +82,7 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 		}
 		// The drain gets most of the close timeout; the rest is for
 		// closing the subscription, which writes the acks.
-		r.AddConsumerHandler(h.name, h.topic, newDrainingSubscriber(sub, closeTimeout*3/4), h.fn)
+		r.AddConsumerHandler(h.name, h.topic, broker.NewDraining(sub, closeTimeout*3/4), h.fn)
 	}
 	return r, nil
 }

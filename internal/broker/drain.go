@@ -1,4 +1,4 @@
-package worker
+package broker
 
 import (
 	"context"
@@ -8,21 +8,30 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// drainingSubscriber lets a graceful shutdown finish the messages already
-// being handled, and acknowledge them, before the broker subscription closes.
+// NewDraining wraps sub so that a graceful shutdown finishes the messages
+// already handed out, and acknowledges them, before the broker subscription
+// closes. The worker's consumers and the outbox relay read through it.
 //
 // Without it, a SIGTERM during a handler loses that message's ack: watermill's
-// router cancels the subscription's context and closes the subscriber as soon
-// as it starts closing, and every subscriber here (watermill-sql, amqp, nats)
-// then drops the in-flight message unacknowledged. The effects have committed,
-// the ack has not, so the broker delivers the message again after every
-// deploy. The guards would absorb that repeat, but a clean shutdown should not
-// need them to.
+// router (and the forwarder, which is a router) cancels the subscription's
+// context and closes the subscriber as soon as it starts closing, and every
+// subscriber here (watermill-sql, amqp, nats) then drops the in-flight
+// message unacknowledged. On watermill-sql the acks of a whole batch are one
+// statement at its end, in the poll's transaction, so the cancelled context
+// rolls back the acks of every message of the batch handled so far. The
+// effects have committed, the acks have not, so the broker delivers them
+// again after every deploy. The guards would absorb that repeat, but a clean
+// shutdown should not need them to.
 //
 // On Close it stops handing out new messages, waits up to timeout for the
 // ones handed out to be acked or nacked, and only then closes the broker
 // subscription (which commits those acks). The output channel closes last, so
 // the router, which waits for it, does not return before the acks are written.
+func NewDraining(sub message.Subscriber, timeout time.Duration) message.Subscriber {
+	return &drainingSubscriber{Subscriber: sub, timeout: timeout, stop: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// drainingSubscriber is NewDraining's subscriber.
 type drainingSubscriber struct {
 	message.Subscriber
 	timeout time.Duration
@@ -36,10 +45,6 @@ type drainingSubscriber struct {
 	outs     []*output
 	closeErr error
 	closed   chan struct{}
-}
-
-func newDrainingSubscriber(sub message.Subscriber, timeout time.Duration) *drainingSubscriber {
-	return &drainingSubscriber{Subscriber: sub, timeout: timeout, stop: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // Subscribe subscribes with a context that the router's shutdown does not
