@@ -68,6 +68,42 @@ func (q *Queries) RetentionDeleteExecutions(ctx context.Context, arg RetentionDe
 	return result.RowsAffected(), nil
 }
 
+const retentionDeleteOutbox = `-- name: RetentionDeleteOutbox :execrows
+DELETE FROM watermill_outbox
+WHERE (transaction_id, "offset") IN (
+    SELECT o.transaction_id, o."offset" FROM watermill_outbox o
+    JOIN watermill_offsets_outbox r
+      ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
+    WHERE o.created_at < $1::timestamptz::timestamp
+      AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
+    ORDER BY o.transaction_id, o."offset"
+    LIMIT $2
+    FOR UPDATE OF o SKIP LOCKED
+)
+`
+
+type RetentionDeleteOutboxParams struct {
+	Cutoff    time.Time `json:"cutoff"`
+	BatchSize int32     `json:"batch_size"`
+}
+
+// Outbox rows written before cutoff and already relayed: at or before the
+// position of the relay lane that reads them (the same lane expression and
+// (transaction id, offset) comparison as OutboxBacklog). A row not relayed
+// yet is never removed, however old. The relay reads only after its
+// positions, so removing rows before them changes nothing it does; the
+// cutoff keeps every copy the consumer inbox clean-up and the reprocess tool
+// still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge). The
+// scan walks the primary key from the oldest row, which is the oldest
+// transaction.
+func (q *Queries) RetentionDeleteOutbox(ctx context.Context, arg RetentionDeleteOutboxParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retentionDeleteOutbox, arg.Cutoff, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const retentionDeleteWebhookInbox = `-- name: RetentionDeleteWebhookInbox :execrows
 DELETE FROM webhook_inbox
 WHERE event_id IN (

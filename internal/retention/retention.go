@@ -22,6 +22,8 @@ const (
 	MinInboxWindow = 72 * time.Hour
 	// DefaultExecutionWindow is how long the execution log is kept.
 	DefaultExecutionWindow = 30 * 24 * time.Hour
+	// DefaultOutboxWindow is how long relayed outbox rows are kept.
+	DefaultOutboxWindow = 30 * 24 * time.Hour
 	// DefaultBatchSize is how many rows one DELETE takes.
 	DefaultBatchSize = 1000
 	// DefaultInterval is the pause between two runs of Run.
@@ -36,6 +38,10 @@ type Config struct {
 	// ExecutionWindow: execution log rows older than this are removed
 	// (default 30 days).
 	ExecutionWindow time.Duration
+	// OutboxWindow: outbox rows older than this are removed once relayed
+	// (default 30 days, at least InboxWindow: the consumer inbox clean-up
+	// and the reprocess tool read the outbox rows inside the inbox window).
+	OutboxWindow time.Duration
 	// BatchSize bounds each DELETE, so no run holds many locks for long.
 	BatchSize int
 	// Interval is the pause between runs of Run (default 1h).
@@ -49,6 +55,7 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	c.InboxWindow = cmp.Or(c.InboxWindow, DefaultInboxWindow)
 	c.ExecutionWindow = cmp.Or(c.ExecutionWindow, DefaultExecutionWindow)
+	c.OutboxWindow = cmp.Or(c.OutboxWindow, DefaultOutboxWindow)
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
 	c.Interval = cmp.Or(c.Interval, DefaultInterval)
 	if c.Logger == nil {
@@ -57,6 +64,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.InboxWindow < MinInboxWindow {
 		return c, fmt.Errorf("inbox window %s is shorter than %s, the time a provider may still redeliver a webhook: use %s or more",
 			c.InboxWindow, MinInboxWindow, MinInboxWindow)
+	}
+	if c.OutboxWindow < c.InboxWindow {
+		return c, fmt.Errorf("outbox window %s is shorter than the inbox window %s: the consumer inbox clean-up reads the outbox rows inside the inbox window; use %s or more",
+			c.OutboxWindow, c.InboxWindow, c.InboxWindow)
 	}
 	if c.ExecutionWindow <= 0 || c.BatchSize < 1 || c.Interval <= 0 {
 		return c, fmt.Errorf("execution window, batch size and interval must be positive")
@@ -69,6 +80,7 @@ type Result struct {
 	WebhookInbox  int64
 	ConsumerInbox int64
 	Executions    int64
+	Outbox        int64
 }
 
 // Cleaner removes expired inbox and execution log rows.
@@ -108,7 +120,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 // many rows of each kind it removed.
 func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	now := time.Now()
-	inboxCutoff, execCutoff := now.Add(-c.cfg.InboxWindow), now.Add(-c.cfg.ExecutionWindow)
+	inboxCutoff, execCutoff, outboxCutoff := now.Add(-c.cfg.InboxWindow), now.Add(-c.cfg.ExecutionWindow), now.Add(-c.cfg.OutboxWindow)
 	var r Result
 	var err error
 	if r.WebhookInbox, err = drain(ctx, func() (int64, error) {
@@ -126,9 +138,15 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	}); err != nil {
 		return r, fmt.Errorf("clean execution log: %w", err)
 	}
+	if r.Outbox, err = drain(ctx, func() (int64, error) {
+		return c.q.RetentionDeleteOutbox(ctx, db.RetentionDeleteOutboxParams{Cutoff: outboxCutoff, BatchSize: int32(c.cfg.BatchSize)})
+	}); err != nil {
+		return r, fmt.Errorf("clean outbox: %w", err)
+	}
 	if r != (Result{}) {
 		c.cfg.Logger.Info("retention run", "webhook_inbox", r.WebhookInbox, "consumer_inbox", r.ConsumerInbox,
-			"executions", r.Executions, "inbox_window", c.cfg.InboxWindow.String(), "execution_window", c.cfg.ExecutionWindow.String())
+			"executions", r.Executions, "outbox", r.Outbox, "inbox_window", c.cfg.InboxWindow.String(),
+			"execution_window", c.cfg.ExecutionWindow.String(), "outbox_window", c.cfg.OutboxWindow.String())
 	}
 	return r, nil
 }

@@ -40,3 +40,25 @@ WHERE id IN (
     LIMIT sqlc.arg(batch_size)
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: RetentionDeleteOutbox :execrows
+-- Outbox rows written before cutoff and already relayed: at or before the
+-- position of the relay lane that reads them (the same lane expression and
+-- (transaction id, offset) comparison as OutboxBacklog). A row not relayed
+-- yet is never removed, however old. The relay reads only after its
+-- positions, so removing rows before them changes nothing it does; the
+-- cutoff keeps every copy the consumer inbox clean-up and the reprocess tool
+-- still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge). The
+-- scan walks the primary key from the oldest row, which is the oldest
+-- transaction.
+DELETE FROM watermill_outbox
+WHERE (transaction_id, "offset") IN (
+    SELECT o.transaction_id, o."offset" FROM watermill_outbox o
+    JOIN watermill_offsets_outbox r
+      ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
+    WHERE o.created_at < sqlc.arg(cutoff)::timestamptz::timestamp
+      AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
+    ORDER BY o.transaction_id, o."offset"
+    LIMIT sqlc.arg(batch_size)
+    FOR UPDATE OF o SKIP LOCKED
+);
