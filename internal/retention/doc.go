@@ -1,5 +1,6 @@
 // Package retention removes what the guards no longer need: old rows of the
-// webhook inbox, the consumer inbox and the execution log.
+// webhook inbox, the consumer inbox and the execution log, and outbox rows
+// the relay has published.
 //
 // # Why the inboxes can be cleaned at all
 //
