@@ -54,12 +54,23 @@ func (r Report) cpuBudgetNote() string {
 		return ""
 	}
 	per := medianDuration(runs, Result.CPUPerOrder)
+	server := medianDuration(runs, func(run Result) time.Duration { return run.cpuPerOrderOf("postgres") })
 	bound := float64(r.Cores) / per.Seconds()
 	ceiling := r.Ceiling.PerSecond()
 	need := time.Duration(float64(r.Cores) / (0.4 * ceiling) * float64(time.Second))
-	return fmt.Sprintf("guards on costs %s of CPU per order (%.1f ceiling transactions): %d cores finish at most %.0f/s = %.2f x ceiling;\n"+
+	return fmt.Sprintf("guards on costs %s of CPU per order (%.1f ceiling transactions; PostgreSQL alone %s): %d cores finish at most %.0f/s = %.2f x ceiling;\n"+
 		"0.4 x needs at most %s per order, whatever the concurrency",
-		ms(per), per.Seconds()/r.Ceiling.CPUPerTx().Seconds(), r.Cores, bound, bound/ceiling, ms(need))
+		ms(per), per.Seconds()/r.Ceiling.CPUPerTx().Seconds(), ms(server), r.Cores, bound, bound/ceiling, ms(need))
+}
+
+// cpuPerOrderOf is the CPU time per order of the process named name.
+func (r Result) cpuPerOrderOf(name string) time.Duration {
+	for _, u := range r.Usage {
+		if u.Name == name && r.Orders > 0 {
+			return u.CPU / time.Duration(r.Orders)
+		}
+	}
+	return 0
 }
 
 // runsNamed is the runs whose name starts with prefix.

@@ -42,7 +42,7 @@ func TestCPUBudget(t *testing.T) {
 	// guards-off one: 2 cores / 8 ms = 250/s = 0.25 of 1,000; 0.4 x 1,000/s
 	// on 2 cores leaves 5 ms per order.
 	for _, want := range []string{
-		"CPU budget: guards on costs 8.0ms of CPU per order (8.0 ceiling transactions): 2 cores finish at most 250/s = 0.25 x ceiling;",
+		"CPU budget: guards on costs 8.0ms of CPU per order (8.0 ceiling transactions; PostgreSQL alone 6.0ms): 2 cores finish at most 250/s = 0.25 x ceiling;",
 		"0.4 x needs at most 5.0ms per order",
 		"together 1.0ms",
 	} {
