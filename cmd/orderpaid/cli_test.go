@@ -80,3 +80,19 @@ func TestWorkerRefusesAPoolSmallerThanItsLanes(t *testing.T) {
 		t.Fatalf("worker with pool_max_conns=4: err = %v, want one asking for at least 8", err)
 	}
 }
+
+// A command run against a database without the schema says to run migrate,
+// instead of only PostgreSQL's "relation ... does not exist".
+func TestCommandOnAnEmptyDatabaseSaysToMigrate(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := pgtest.NewDatabase(t)
+	if _, err := pool.Exec(t.Context(), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }
+	var out strings.Builder
+	err := run(t.Context(), []string{"orderpaid", "retention", "--once"}, getenv, &out, &out)
+	if !strings.Contains(errString(err), "does not exist") || !strings.Contains(errString(err), "run `orderpaid migrate`") {
+		t.Fatalf("retention on an empty database: err = %v, want PostgreSQL's error and the hint to migrate", err)
+	}
+}

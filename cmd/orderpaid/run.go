@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/orderpaid/orderpaid/internal/config"
 )
 
@@ -45,7 +47,7 @@ func subcommands() map[string]subcommand {
 		"backfill":  {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
 		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
 		"scenario":  {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
-		"retention": {"remove inbox and execution log rows older than their window (safe to run twice, and concurrently)", runRetention},
+		"retention": {"remove inbox, execution log and relayed outbox rows older than their window (safe to run twice, and concurrently)", runRetention},
 		"bench":     {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
 		"soak":      {"pay many orders while killing and restarting processes, then check every invariant", runSoak},
 	}
@@ -66,7 +68,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printUsage(stderr, cmds)
 		return usageError{fmt.Errorf("unknown subcommand %q", args[1])}
 	}
-	return cmd.run(env{ctx: ctx, args: args[2:], getenv: getenv, stdout: stdout, stderr: stderr})
+	return schemaHint(cmd.run(env{ctx: ctx, args: args[2:], getenv: getenv, stdout: stdout, stderr: stderr}))
+}
+
+// schemaHint says what to do when an error means the database has no schema
+// yet (a table is missing): PostgreSQL's own message names the table, not
+// the fix.
+func schemaHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return fmt.Errorf("%w (is the schema applied? run `orderpaid migrate` with the same DATABASE_URL)", err)
+	}
+	return err
 }
 
 func printUsage(w io.Writer, cmds map[string]subcommand) {
