@@ -56,23 +56,9 @@ func orderMessage(orderID string) *message.Message {
 // keyed on the message id instead of the order id, the same order's second
 // message overtakes the first (in 3 runs of 4: it may hash to the same lane).
 func TestLanesRunOrdersInParallelAndOneOrderInOrder(t *testing.T) {
-	pool, _ := pgtest.NewDatabase(t)
-	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	const topic = "lanes"
-	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
-		ConsumerGroup: "relay", Lanes: lanes, LaneKey: broker.LaneKeyMessage,
-	}, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	if err := sub.(message.SubscribeInitializer).SubscribeInitialize(topic); err != nil {
-		t.Fatal(err)
-	}
+	pool, b := lanesSetup(t)
+	sub := newLanedSubscriber(t, pool, topic)
 	slow, other := ordersInTwoLanes(t, pool)
 	slowFirst, slowSecond, otherMsg := orderMessage(slow), orderMessage(slow), orderMessage(other)
 	for _, m := range []*message.Message{slowFirst, slowSecond, otherMsg} {
@@ -131,28 +117,9 @@ func TestLanesRunOrdersInParallelAndOneOrderInOrder(t *testing.T) {
 // Here lane 1 of a relay's subscriber is closed, so subscribing fails on it;
 // then a message in lane 0 must reach another member of the same group.
 func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
-	pool, _ := pgtest.NewDatabase(t)
-	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	const topic = "lanes_fail"
-	newSub := func() message.Subscriber {
-		sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
-			ConsumerGroup: "relay", Lanes: lanes, LaneKey: broker.LaneKeyMessage,
-		}, watermill.NopLogger{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = sub.Close() })
-		if err := sub.(message.SubscribeInitializer).SubscribeInitialize(topic); err != nil {
-			t.Fatal(err)
-		}
-		return sub
-	}
-
-	broken := newSub()
+	pool, b := lanesSetup(t)
+	broken := newLanedSubscriber(t, pool, topic)
 	if err := broker.Lanes(broken)[1].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +137,7 @@ func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
 	if err := b.Publisher.Publish(topic, msg); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := newSub().Subscribe(t.Context(), topic)
+	ch, err := newLanedSubscriber(t, pool, topic).Subscribe(t.Context(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +151,33 @@ func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
 		t.Fatal("lane 0's message did not reach the other member within 5s: " +
 			"the failed subscription's lane 0 is still reading and holds the group's position")
 	}
+}
+
+// lanesSetup is a fresh database and a postgres broker to publish with.
+func lanesSetup(t *testing.T) (*pgxpool.Pool, *broker.Broker) {
+	t.Helper()
+	pool, _ := pgtest.NewDatabase(t)
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return pool, b
+}
+
+// newLanedSubscriber is a member of consumer group "relay" reading topic in
+// lanes by the message's order id, its tables created.
+func newLanedSubscriber(t *testing.T, pool *pgxpool.Pool, topic string) message.Subscriber {
+	t.Helper()
+	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+		ConsumerGroup: "relay", Lanes: lanes, LaneKey: broker.LaneKeyMessage,
+	}, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if err := sub.(message.SubscribeInitializer).SubscribeInitialize(topic); err != nil {
+		t.Fatal(err)
+	}
+	return sub
 }

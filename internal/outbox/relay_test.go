@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/event"
@@ -63,19 +64,7 @@ func TestRelayLanesKeepOtherOrdersMoving(t *testing.T) {
 	q := db.New(pool)
 
 	const orders = 20
-	ids := make([]string, orders)
-	for i := range ids {
-		ids[i] = uuid.NewString()
-		msg, err := event.NewOrderConfirmed(uuid.MustParse(ids[i]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-			return outbox.Publish(ctx, tx, event.TopicOrderConfirmed, msg)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := writeConfirmations(t, pool, orders)
 	if backlog, err := q.OutboxBacklog(ctx); err != nil || backlog != orders {
 		t.Fatalf("backlog before the relay runs = %d (err %v), want %d", backlog, err, orders)
 	}
@@ -128,19 +117,7 @@ func TestStoppedRelayRepublishesNothing(t *testing.T) {
 	q := db.New(pool)
 
 	const orders = 20
-	ids := make([]string, orders)
-	for i := range ids {
-		ids[i] = uuid.NewString()
-		msg, err := event.NewOrderConfirmed(uuid.MustParse(ids[i]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := postgres.InTx(t.Context(), pool, func(tx pgx.Tx) error {
-			return outbox.Publish(t.Context(), tx, event.TopicOrderConfirmed, msg)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := writeConfirmations(t, pool, orders)
 
 	// The last order's publish stalls: its lane has handled the rows before
 	// it, acked in memory, not yet committed.
@@ -195,4 +172,24 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// writeConfirmations writes one order_confirmed for each of n new orders to
+// the outbox, a transaction each, and returns the order ids in that order.
+func writeConfirmations(t *testing.T, pool *pgxpool.Pool, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+		msg, err := event.NewOrderConfirmed(uuid.MustParse(ids[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := postgres.InTx(t.Context(), pool, func(tx pgx.Tx) error {
+			return outbox.Publish(t.Context(), tx, event.TopicOrderConfirmed, msg)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
 }
