@@ -32,6 +32,10 @@ import (
 //
 // Publishing waits for RabbitMQ's publisher confirm (ConfirmDelivery), so the
 // relay marks an outbox row as sent only once the broker has the message.
+// Each publish opens and closes a channel (Publish.ChannelPoolSize 0): a pool
+// is 1.6 x faster here, but watermill-amqp v3.0.2's pool loses a channel each
+// time reopening one fails while the connection is down, and hangs every
+// publish once all are lost (docs/performance.md, "a channel pool").
 // Consuming: an ack removes the message; a nack (handler error) requeues it at
 // once, and it comes back with metadata _watermill_amqp_redelivered=true; a
 // consumer that dies before acking gets its message requeued by RabbitMQ. The
