@@ -71,20 +71,23 @@ func (q *Queries) RetentionDeleteExecutions(ctx context.Context, arg RetentionDe
 const retentionDeleteOutbox = `-- name: RetentionDeleteOutbox :execrows
 DELETE FROM watermill_outbox
 WHERE (transaction_id, "offset") IN (
-    SELECT o.transaction_id, o."offset" FROM watermill_outbox o
+    SELECT o.transaction_id, o."offset"
+    FROM (
+        SELECT h.transaction_id, h."offset", h.created_at, h.uuid, h.payload FROM watermill_outbox h
+        ORDER BY h.transaction_id, h."offset"
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ) o
     JOIN watermill_offsets_outbox r
       ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
-    WHERE o.created_at < $1::timestamptz::timestamp
+    WHERE o.created_at < $2::timestamptz::timestamp
       AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
-    ORDER BY o.transaction_id, o."offset"
-    LIMIT $2
-    FOR UPDATE OF o SKIP LOCKED
 )
 `
 
 type RetentionDeleteOutboxParams struct {
-	Cutoff    time.Time `json:"cutoff"`
 	BatchSize int32     `json:"batch_size"`
+	Cutoff    time.Time `json:"cutoff"`
 }
 
 // Outbox rows written before cutoff and already relayed: at or before the
@@ -93,11 +96,15 @@ type RetentionDeleteOutboxParams struct {
 // yet is never removed, however old. The relay reads only after its
 // positions, so removing rows before them changes nothing it does; the
 // cutoff keeps every copy the consumer inbox clean-up and the reprocess tool
-// still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge). The
-// scan walks the primary key from the oldest row, which is the oldest
-// transaction.
+// still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge).
+//
+// Each run looks at the oldest batch_size rows only (the head of the primary
+// key, which is the oldest transactions) and removes those of them that
+// qualify; the cleaner repeats it until a head has none. So a run stops at the
+// first batch of young or unrelayed rows instead of reading the whole outbox
+// to find that nothing more is old enough.
 func (q *Queries) RetentionDeleteOutbox(ctx context.Context, arg RetentionDeleteOutboxParams) (int64, error) {
-	result, err := q.db.Exec(ctx, retentionDeleteOutbox, arg.Cutoff, arg.BatchSize)
+	result, err := q.db.Exec(ctx, retentionDeleteOutbox, arg.BatchSize, arg.Cutoff)
 	if err != nil {
 		return 0, err
 	}

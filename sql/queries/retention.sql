@@ -48,17 +48,24 @@ WHERE id IN (
 -- yet is never removed, however old. The relay reads only after its
 -- positions, so removing rows before them changes nothing it does; the
 -- cutoff keeps every copy the consumer inbox clean-up and the reprocess tool
--- still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge). The
--- scan walks the primary key from the oldest row, which is the oldest
--- transaction.
+-- still look at (RetentionDeleteConsumerInbox, ReprocessMessageAge).
+--
+-- Each run looks at the oldest batch_size rows only (the head of the primary
+-- key, which is the oldest transactions) and removes those of them that
+-- qualify; the cleaner repeats it until a head has none. So a run stops at the
+-- first batch of young or unrelayed rows instead of reading the whole outbox
+-- to find that nothing more is old enough.
 DELETE FROM watermill_outbox
 WHERE (transaction_id, "offset") IN (
-    SELECT o.transaction_id, o."offset" FROM watermill_outbox o
+    SELECT o.transaction_id, o."offset"
+    FROM (
+        SELECT h.transaction_id, h."offset", h.created_at, h.uuid, h.payload FROM watermill_outbox h
+        ORDER BY h.transaction_id, h."offset"
+        LIMIT sqlc.arg(batch_size)
+        FOR UPDATE SKIP LOCKED
+    ) o
     JOIN watermill_offsets_outbox r
       ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
     WHERE o.created_at < sqlc.arg(cutoff)::timestamptz::timestamp
       AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
-    ORDER BY o.transaction_id, o."offset"
-    LIMIT sqlc.arg(batch_size)
-    FOR UPDATE OF o SKIP LOCKED
 );
