@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/event"
 	"github.com/orderpaid/orderpaid/internal/postgres"
 	"github.com/orderpaid/orderpaid/internal/retention"
 )
@@ -15,7 +17,8 @@ func runRetention(e env) error {
 	inboxWindow := fs.Duration("inbox-window", retention.DefaultInboxWindow,
 		fmt.Sprintf("keep webhook and consumer inbox rows this long (at least %s, the longest provider retry horizon)", retention.MinInboxWindow))
 	execWindow := fs.Duration("execution-window", retention.DefaultExecutionWindow, "keep the execution log this long")
-	outboxWindow := fs.Duration("outbox-window", retention.DefaultOutboxWindow, "keep relayed outbox rows this long (at least --inbox-window; rows not relayed yet are always kept)")
+	outboxWindow := fs.Duration("outbox-window", retention.DefaultOutboxWindow,
+		"keep relayed outbox rows, and postgres-broker messages every consumer has read, this long (at least --inbox-window; what is not relayed or read yet is always kept)")
 	interval := fs.Duration("interval", retention.DefaultInterval, "pause between two runs")
 	batch := fs.Int("batch", retention.DefaultBatchSize, "rows per DELETE")
 	if err := parseFlags(fs, e, "[--once] [--inbox-window D] [--execution-window D] [--outbox-window D] [--interval D] [--batch N]"); err != nil {
@@ -29,6 +32,9 @@ func runRetention(e env) error {
 		return err
 	}
 	rcfg := retention.Config{InboxWindow: *inboxWindow, ExecutionWindow: *execWindow, OutboxWindow: *outboxWindow, Interval: *interval, BatchSize: *batch, Logger: logger}
+	if cfg.Broker == config.BrokerPostgres {
+		rcfg.BrokerTopics = []string{cfg.BrokerPrefix + event.TopicOrderPaid, cfg.BrokerPrefix + event.TopicOrderConfirmed}
+	}
 	if _, err := retention.NewCleaner(nil, rcfg); err != nil {
 		return usageError{fmt.Errorf("retention: %w", err)}
 	}
@@ -48,7 +54,7 @@ func runRetention(e env) error {
 	}
 	start := time.Now()
 	r, err := cleaner.RunOnce(e.ctx)
-	fmt.Fprintf(e.stdout, "retention: removed %d webhook inbox, %d consumer inbox, %d execution log and %d relayed outbox rows in %s\n",
-		r.WebhookInbox, r.ConsumerInbox, r.Executions, r.Outbox, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "retention: removed %d webhook inbox, %d consumer inbox, %d execution log, %d relayed outbox and %d consumed broker rows in %s\n",
+		r.WebhookInbox, r.ConsumerInbox, r.Executions, r.Outbox, r.BrokerMessages, time.Since(start).Round(time.Millisecond))
 	return err
 }

@@ -1,6 +1,7 @@
 // Package retention removes what the guards no longer need: old rows of the
-// webhook inbox, the consumer inbox and the execution log, and outbox rows
-// the relay has published.
+// webhook inbox, the consumer inbox and the execution log, outbox rows the
+// relay has published, and, on the postgres broker, messages every consumer
+// group has read.
 //
 // # Why the inboxes can be cleaned at all
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/broker"
 	"github.com/orderpaid/orderpaid/internal/db"
 )
 
@@ -41,7 +42,12 @@ type Config struct {
 	// OutboxWindow: outbox rows older than this are removed once relayed
 	// (default 30 days, at least InboxWindow: the consumer inbox clean-up
 	// and the reprocess tool read the outbox rows inside the inbox window).
+	// Messages of BrokerTopics older than this are removed once every
+	// consumer group has read them.
 	OutboxWindow time.Duration
+	// BrokerTopics are the postgres broker's topics, as the broker names
+	// them (with BROKER_PREFIX); empty on another broker.
+	BrokerTopics []string
 	// BatchSize bounds each DELETE, so no run holds many locks for long.
 	BatchSize int
 	// Interval is the pause between runs of Run (default 1h).
@@ -81,12 +87,16 @@ type Result struct {
 	ConsumerInbox int64
 	Executions    int64
 	Outbox        int64
+	// BrokerMessages counts the postgres broker's messages removed, all
+	// topics together.
+	BrokerMessages int64
 }
 
 // Cleaner removes expired inbox and execution log rows.
 type Cleaner struct {
-	q   *db.Queries
-	cfg Config
+	pool *pgxpool.Pool
+	q    *db.Queries
+	cfg  Config
 }
 
 // NewCleaner returns a Cleaner working through pool. It fails for a Config
@@ -96,7 +106,7 @@ func NewCleaner(pool *pgxpool.Pool, cfg Config) (*Cleaner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cleaner{q: db.New(pool), cfg: cfg}, nil
+	return &Cleaner{pool: pool, q: db.New(pool), cfg: cfg}, nil
 }
 
 // Run cleans every Interval until ctx is done, then returns nil. A failed
@@ -143,9 +153,18 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	}); err != nil {
 		return r, fmt.Errorf("clean outbox: %w", err)
 	}
+	for _, topic := range c.cfg.BrokerTopics {
+		n, err := drain(ctx, func() (int64, error) {
+			return broker.DeleteConsumed(ctx, c.pool, topic, outboxCutoff, c.cfg.BatchSize)
+		})
+		r.BrokerMessages += n
+		if err != nil {
+			return r, fmt.Errorf("clean broker topic %s: %w", topic, err)
+		}
+	}
 	if r != (Result{}) {
 		c.cfg.Logger.Info("retention run", "webhook_inbox", r.WebhookInbox, "consumer_inbox", r.ConsumerInbox,
-			"executions", r.Executions, "outbox", r.Outbox, "inbox_window", c.cfg.InboxWindow.String(),
+			"executions", r.Executions, "outbox", r.Outbox, "broker_messages", r.BrokerMessages, "inbox_window", c.cfg.InboxWindow.String(),
 			"execution_window", c.cfg.ExecutionWindow.String(), "outbox_window", c.cfg.OutboxWindow.String())
 	}
 	return r, nil
