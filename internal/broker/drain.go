@@ -10,10 +10,10 @@ import (
 
 // NewDraining wraps sub so that a graceful shutdown finishes the messages
 // already handed out, and acknowledges them, before the broker subscription
-// closes. The worker's consumers read through it.
+// closes. The worker's consumers and the outbox relay read through it.
 //
 // Without it, a SIGTERM during a handler loses that message's ack: watermill's
-// router cancels the subscription's
+// router (and the forwarder, which is a router) cancels the subscription's
 // context and closes the subscriber as soon as it starts closing, and every
 // subscriber here (watermill-sql, amqp, nats) then drops the in-flight
 // message unacknowledged. On watermill-sql the acks of a whole batch are one

@@ -75,13 +75,13 @@ func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.Logger
 		tp = noop.NewTracerProvider()
 	}
 	traced := tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics}
-	// At shutdown the forwarder cancels the poll's transaction, so the acks
-	// of the batch in hand are lost and those rows are relayed again by the
-	// next relay; the consumers' guards absorb them. (Draining here, as the
-	// consumers do, was tried: docs/performance.md, "What changed".)
-	fwd, err := forwarder.NewForwarder(sub, traced, logger, forwarder.Config{
+	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
+	// At shutdown the publish in hand finishes and the acks of the batch so
+	// far are committed, so a deploy re-relays nothing. The drain gets most
+	// of the close timeout; the rest is for closing the subscription.
+	fwd, err := forwarder.NewForwarder(broker.NewDraining(sub, closeTimeout*3/4), traced, logger, forwarder.Config{
 		ForwarderTopic: Topic,
-		CloseTimeout:   cmp.Or(cfg.CloseTimeout, 10*time.Second),
+		CloseTimeout:   closeTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create outbox forwarder: %w", err)

@@ -105,6 +105,75 @@ func TestRelayLanesKeepOtherOrdersMoving(t *testing.T) {
 	}
 }
 
+// A relay stopped gracefully (SIGTERM on a deploy) while a publish is in hand
+// finishes that publish and commits the acks of its batch: the next relay
+// re-publishes nothing. Without the drain (broker.NewDraining) the
+// forwarder's shutdown cancels the poll's transaction, which rolls back the
+// acks of every message of the batch published so far, and the next relay
+// publishes them all again.
+func TestStoppedRelayRepublishesNothing(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	q := db.New(pool)
+
+	const orders = 20
+	ids := writeConfirmations(t, pool, orders)
+
+	// The last order's publish stalls: its lane has handled the rows before
+	// it, acked in memory, not yet committed.
+	first := &stallingPublisher{stallOrder: ids[orders-1], release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	relay, err := outbox.NewRelay(pool, first, watermill.NopLogger{}, outbox.RelayConfig{PollInterval: 20 * time.Millisecond, CloseTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	waitFor(t, 10*time.Second, "every other order relayed", func() bool { return first.count() == orders-1 })
+	// Stop while the publish is in hand; the broker answers a moment later.
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	close(first.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	second := &stallingPublisher{}
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	relay, err = outbox.NewRelay(pool, second, watermill.NopLogger{}, outbox.RelayConfig{PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- relay.Run(ctx) }()
+	waitFor(t, 10*time.Second, "the outbox backlog at 0", func() bool {
+		backlog, err := q.OutboxBacklog(t.Context())
+		return err == nil && backlog == 0
+	})
+	// Nothing is waiting; give a re-relay, if any, a few polls to show.
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if first.count() != orders || second.count() != 0 {
+		t.Fatalf("the stopped relay published %d, the next one %d again (%v); want %d and 0",
+			first.count(), second.count(), second.published, orders)
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // writeConfirmations writes one order_confirmed for each of n new orders to
 // the outbox, a transaction each, and returns the order ids in that order.
 func writeConfirmations(t *testing.T, pool *pgxpool.Pool, n int) []string {

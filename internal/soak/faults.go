@@ -119,9 +119,9 @@ func (in *injector) killWorker(ctx context.Context) {
 	in.replace(ctx)
 }
 
-// restartWorker stops a random worker with SIGTERM (its consumers drain
-// what they have in hand; its relay stops mid-batch), after starting its
-// replacement, as a rolling deploy does.
+// restartWorker stops a random worker with SIGTERM (its relay and
+// consumers drain what they have in hand), after starting its replacement,
+// as a rolling deploy does.
 func (in *injector) restartWorker(ctx context.Context) {
 	ws := in.running()
 	if len(ws) == 0 {
