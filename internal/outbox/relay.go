@@ -100,6 +100,18 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		return nil
 	case <-ctx.Done():
+		// Close only a forwarder that has started. watermill's Router.Close
+		// holds the router's handler lock while it waits for the handlers, so
+		// a Close that comes first (a SIGTERM right after the worker started)
+		// keeps the handler from ever starting, waits for it all of
+		// CloseTimeout and fails: the worker would exit 1 on a plain SIGTERM.
+		select {
+		case <-r.fwd.Running():
+		case <-errc:
+			// It ended while starting (the stop cut its start short): the
+			// stop asked for is done.
+			return nil
+		}
 		if err := r.fwd.Close(); err != nil {
 			return fmt.Errorf("close outbox relay: %w", err)
 		}

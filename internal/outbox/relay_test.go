@@ -21,9 +21,12 @@ import (
 
 // stallingPublisher is the broker as the relay sees it: it records every
 // message, and holds the publish of one order's messages until released.
+// stalled, if not nil, is closed when that publish begins to wait.
 type stallingPublisher struct {
 	stallOrder string
 	release    chan struct{}
+	stalled    chan struct{}
+	stallOnce  sync.Once
 
 	mu        sync.Mutex
 	published []string // order ids, in publish order
@@ -33,6 +36,9 @@ func (p *stallingPublisher) Publish(_ string, msgs ...*message.Message) error {
 	for _, m := range msgs {
 		orderID := m.Metadata.Get(event.MetadataOrderID)
 		if orderID == p.stallOrder {
+			if p.stalled != nil {
+				p.stallOnce.Do(func() { close(p.stalled) })
+			}
 			<-p.release
 		}
 		p.mu.Lock()
@@ -121,7 +127,7 @@ func TestStoppedRelayRepublishesNothing(t *testing.T) {
 
 	// The last order's publish stalls: its lane has handled the rows before
 	// it, acked in memory, not yet committed.
-	first := &stallingPublisher{stallOrder: ids[orders-1], release: make(chan struct{})}
+	first := &stallingPublisher{stallOrder: ids[orders-1], release: make(chan struct{}), stalled: make(chan struct{})}
 	ctx, cancel := context.WithCancel(t.Context())
 	relay, err := outbox.NewRelay(pool, first, watermill.NopLogger{}, outbox.RelayConfig{PollInterval: 20 * time.Millisecond, CloseTimeout: 5 * time.Second})
 	if err != nil {
@@ -130,6 +136,11 @@ func TestStoppedRelayRepublishesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
 	waitFor(t, 10*time.Second, "every other order relayed", func() bool { return first.count() == orders-1 })
+	select {
+	case <-first.stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the last order's publish did not begin within 10s")
+	}
 	// Stop while the publish is in hand; the broker answers a moment later.
 	cancel()
 	time.Sleep(200 * time.Millisecond)
@@ -192,4 +203,33 @@ func writeConfirmations(t *testing.T, pool *pgxpool.Pool, n int) []string {
 		}
 	}
 	return ids
+}
+
+// A relay stopped while it is still starting (a SIGTERM right after a deploy
+// started the worker) stops cleanly. watermill's Router.Close holds the
+// router's handler lock while it waits for the handlers, so a Close that
+// comes before the forwarder has started its handler waits for a handler
+// that can never start, and fails with "router close timeout" after
+// CloseTimeout: the worker then exits 1 on a plain SIGTERM. Run waits for the
+// forwarder to be running before it closes it.
+func TestRelayStoppedWhileStartingStopsCleanly(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	writeConfirmations(t, pool, 5)
+	for i := range 20 {
+		relay, err := outbox.NewRelay(pool, &stallingPublisher{}, watermill.NopLogger{}, outbox.RelayConfig{
+			PollInterval: 20 * time.Millisecond, CloseTimeout: time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- relay.Run(ctx) }()
+		time.Sleep(time.Duration(i%5) * time.Millisecond) // from before start-up to well into it
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("stop %d, %dms after start: %v", i, i%5, err)
+		}
+	}
 }
