@@ -174,10 +174,8 @@ func perTx(d time.Duration, n int) string {
 // prefix, and how many there are.
 func (r Report) median(prefix string) (float64, int) {
 	var tp []float64
-	for _, run := range r.Runs {
-		if strings.HasPrefix(run.Name, prefix) {
-			tp = append(tp, run.Throughput())
-		}
+	for _, run := range r.runsNamed(prefix) {
+		tp = append(tp, run.Throughput())
 	}
 	if len(tp) == 0 {
 		return 0, 0
