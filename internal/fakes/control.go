@@ -1,16 +1,29 @@
 package fakes
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
 	"time"
 )
 
+// maxRetryAfterS bounds retry_after_s: an hour is already longer than any
+// test or scenario waits.
+const maxRetryAfterS = 3600
+
 // GatewayControl is the misbehaviour the fake gateway is told to show, for
 // scenarios and tests. The zero value is a well-behaved gateway.
 type GatewayControl struct {
-	// FailNext: the next FailNext POST /charges answer 503 without charging
-	// (a provider outage; the caller must retry with the same key).
+	// FailNext: the next FailNext POST /charges fail with FailStatus without
+	// charging (a provider outage or a rate limit; the caller must retry
+	// with the same key).
 	FailNext int `json:"fail_next"`
+	// FailStatus is the HTTP status of those failures, 400 to 599; 0 means
+	// 503 Service Unavailable.
+	FailStatus int `json:"fail_status"`
+	// RetryAfterS, when above 0, is sent with those failures as a
+	// Retry-After header, in seconds (at most an hour).
+	RetryAfterS int `json:"retry_after_s"`
 	// DelayMS: every POST /charges sleeps this long before answering, after
 	// charging (the caller times out although the money moved).
 	DelayMS int `json:"delay_ms"`
@@ -26,15 +39,21 @@ func (c GatewayControl) validate() error {
 	if c.DuplicateWebhooks > maxRedeliveries {
 		return badRequest("duplicate_webhooks must be at most %d", maxRedeliveries)
 	}
-	return nil
+	return validateFailure(c.FailStatus, c.RetryAfterS)
 }
 
 // NotifierControl is the misbehaviour the fake notification provider is told
 // to show. The zero value is a well-behaved provider.
 type NotifierControl struct {
-	// FailNext: the next FailNext POST /notifications answer 503 without
-	// sending anything.
+	// FailNext: the next FailNext POST /notifications fail with FailStatus
+	// without sending anything.
 	FailNext int `json:"fail_next"`
+	// FailStatus is the HTTP status of those failures, 400 to 599; 0 means
+	// 503 Service Unavailable. 429 with RetryAfterS is a rate limit.
+	FailStatus int `json:"fail_status"`
+	// RetryAfterS, when above 0, is sent with those failures as a
+	// Retry-After header, in seconds (at most an hour).
+	RetryAfterS int `json:"retry_after_s"`
 	// DelayMS: every POST /notifications sleeps this long before answering,
 	// after sending (the caller times out although the e-mail is out).
 	DelayMS int `json:"delay_ms"`
@@ -44,11 +63,45 @@ func (c NotifierControl) validate() error {
 	if c.FailNext < 0 || c.DelayMS < 0 {
 		return badRequest("fail_next and delay_ms must not be negative")
 	}
+	return validateFailure(c.FailStatus, c.RetryAfterS)
+}
+
+// validateFailure checks the settings both fakes take for their failures.
+func validateFailure(failStatus, retryAfterS int) error {
+	if failStatus != 0 && (failStatus < 400 || failStatus > 599) {
+		return badRequest("fail_status must be an HTTP error status, 400 to 599, got %d", failStatus)
+	}
+	if retryAfterS < 0 || retryAfterS > maxRetryAfterS {
+		return badRequest("retry_after_s must be 0 to %d seconds, got %d", maxRetryAfterS, retryAfterS)
+	}
 	return nil
 }
 
+// injectedFailure is the answer to a request a fake was told to fail
+// (fail_next): writeError answers it with its status and, when set, its
+// Retry-After.
+type injectedFailure struct {
+	status      int // 400 to 599
+	retryAfterS int // 0: no Retry-After header
+}
+
+func (f injectedFailure) Error() string {
+	return fmt.Sprintf("provider told to fail this request with %d (control fail_next)", f.status)
+}
+
+// takeFailure uses up one of the *failNext failures still to come and
+// returns it, or returns nil when none is left. The caller holds the lock.
+func takeFailure(failNext *int, status, retryAfterS int) error {
+	if *failNext <= 0 {
+		return nil
+	}
+	*failNext--
+	return injectedFailure{status: cmp.Or(status, http.StatusServiceUnavailable), retryAfterS: retryAfterS}
+}
+
 // SetControl replaces the gateway's settings with c (fields left out are
-// zero). It returns an error for negative values.
+// zero). It returns an error for negative values, a fail_status that is
+// not 400 to 599 and a retry_after_s over an hour.
 func (g *Gateway) SetControl(c GatewayControl) error {
 	if err := c.validate(); err != nil {
 		return err
@@ -67,20 +120,20 @@ func (g *Gateway) Control() GatewayControl {
 	return g.control
 }
 
-// admit is the first thing POST /charges does: it consumes one fail_next, or
-// returns how long to sleep before answering.
+// admit is the first thing POST /charges does: it consumes one fail_next and
+// returns its failure, or returns how long to sleep before answering.
 func (g *Gateway) admit() (time.Duration, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.control.FailNext > 0 {
-		g.control.FailNext--
-		return 0, errUnavailable
+	if err := takeFailure(&g.control.FailNext, g.control.FailStatus, g.control.RetryAfterS); err != nil {
+		return 0, err
 	}
 	return time.Duration(g.control.DelayMS) * time.Millisecond, nil
 }
 
 // SetControl replaces the notifier's settings with c (fields left out are
-// zero). It returns an error for negative values.
+// zero). It returns an error for negative values, a fail_status that is
+// not 400 to 599 and a retry_after_s over an hour.
 func (n *Notifier) SetControl(c NotifierControl) error {
 	if err := c.validate(); err != nil {
 		return err
@@ -102,9 +155,8 @@ func (n *Notifier) Control() NotifierControl {
 func (n *Notifier) admit() (time.Duration, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.control.FailNext > 0 {
-		n.control.FailNext--
-		return 0, errUnavailable
+	if err := takeFailure(&n.control.FailNext, n.control.FailStatus, n.control.RetryAfterS); err != nil {
+		return 0, err
 	}
 	return time.Duration(n.control.DelayMS) * time.Millisecond, nil
 }

@@ -31,9 +31,11 @@
 //
 // They can be told, over HTTP (POST /control/gateway, POST
 // /control/notifications) or in process ([Gateway.SetControl],
-// [Notifier.SetControl]), to fail the next N requests with 503, to answer
-// slowly after the effect is done (a client timeout after the money moved),
-// and to deliver each webhook several times. Redeliveries of an existing
+// [Notifier.SetControl]), to fail the next N requests (fail_next) with 503
+// or another status (fail_status, e.g. 429 for a rate limit) and a
+// Retry-After header (retry_after_s), to answer slowly after the effect is
+// done (a client timeout after the money moved), and to deliver each webhook
+// several times. Redeliveries of an existing
 // charge, with the same or fresh event ids, sequential or released at the
 // same moment, are asked for with POST /charges/{id}/redeliver. routes.go
 // lists every route.

@@ -1,11 +1,13 @@
 package fakes
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 )
 
 // maxBodyBytes bounds every request body the fakes read.
@@ -13,11 +15,10 @@ const maxBodyBytes = 1 << 20
 
 // Errors the handlers return; writeError maps each to its status code.
 var (
-	errBadRequest  = errors.New("bad request")
-	errMissingKey  = errors.New("missing Idempotency-Key header: the provider cannot deduplicate without it")
-	errKeyReused   = errors.New("this Idempotency-Key was already used with a different request body")
-	errUnavailable = errors.New("provider told to fail this request (control fail_next)")
-	errNotFound    = errors.New("not found")
+	errBadRequest = errors.New("bad request")
+	errMissingKey = errors.New("missing Idempotency-Key header: the provider cannot deduplicate without it")
+	errKeyReused  = errors.New("this Idempotency-Key was already used with a different request body")
+	errNotFound   = errors.New("not found")
 )
 
 // problem is an RFC 9457 problem details object.
@@ -29,22 +30,27 @@ type problem struct {
 }
 
 // writeError is the one function that maps an error to an HTTP status code.
-// It answers application/problem+json; unknown errors are 500.
+// It answers application/problem+json; unknown errors are 500. An
+// injectedFailure answers its own status, with its Retry-After.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
+	var failed injectedFailure
 	switch {
 	case errors.Is(err, errBadRequest), errors.Is(err, errMissingKey):
 		status = http.StatusBadRequest
 	case errors.Is(err, errKeyReused):
 		status = http.StatusUnprocessableEntity
-	case errors.Is(err, errUnavailable):
-		status = http.StatusServiceUnavailable
+	case errors.As(err, &failed):
+		status = failed.status
+		if failed.retryAfterS > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(failed.retryAfterS))
+		}
 	case errors.Is(err, errNotFound):
 		status = http.StatusNotFound
 	}
 	body, _ := json.Marshal(problem{ // a struct of strings and an int always encodes
 		Type:   "about:blank",
-		Title:  http.StatusText(status),
+		Title:  cmp.Or(http.StatusText(status), "Provider error"),
 		Status: status,
 		Detail: err.Error(),
 	})

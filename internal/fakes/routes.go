@@ -12,15 +12,18 @@ import "net/http"
 //	GET  /charges                  the charges actually made
 //	POST /charges/{id}/redeliver   {"count":N,"concurrent":bool,"new_event_id":bool} -> 202 {"event_ids":[...]}
 //	GET  /webhook-deliveries       every webhook delivery attempt
-//	POST /control/gateway          {"fail_next":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
+//	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
 //	GET  /control/gateway          the current settings
 //
 // Notification provider:
 //
 //	POST /notifications            send once per Idempotency-Key (201; replay as above)
 //	GET  /notifications            the notifications actually sent
-//	POST /control/notifications    {"fail_next":N,"delay_ms":N} replaces the settings
+//	POST /control/notifications    {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N} replaces the settings
 //	GET  /control/notifications    the current settings
+//
+// fail_next requests fail with fail_status (400 to 599, default 503) and,
+// when retry_after_s is above 0, a Retry-After header; see control.go.
 //
 // And GET /healthz answers 200 "ok". Errors of these routes are
 // application/problem+json (unknown routes get the ServeMux's plain 404/405).
