@@ -5,6 +5,12 @@
 // has seen and answers a repeated key from its store without sending again,
 // so a retry after a crash, a timeout or a redelivery is harmless as long as
 // it reuses the key.
+//
+// An answer that is not a success is either "no" or "not now". Only a
+// refusal (ErrRejected: a 4xx such as 400 or 422) is final. A rate limit
+// (429), a timeout, a conflict with an in-flight request, "too early" and a
+// 5xx are NotNowError: the caller waits the provider's Retry-After and tries
+// again with the same key.
 package notify
 
 import (
@@ -14,14 +20,78 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// ErrRejected means the provider refused the request for good (4xx): sending
-// it again will not help.
+// ErrRejected means the provider refused the request for good: a 4xx other
+// than the four that mean "not now" (see NotNowError). Sending it again will
+// not help.
 var ErrRejected = errors.New("notification rejected by the provider")
+
+// MaxRetryAfter caps the Retry-After a provider asks for: a caller waits at
+// most this long before trying again, and a longer pause is left to the
+// broker's redelivery.
+const MaxRetryAfter = 5 * time.Second
+
+// NotNowError is a provider answer that means "not now", not "no": nothing
+// was sent for this key yet, or it was and the provider cannot say so at
+// the moment, and the same request with the same key may succeed later. It
+// is 408 Request Timeout, 409 Conflict (a request with this key is still in
+// flight), 425 Too Early, 429 Too Many Requests and every 5xx. Treating one
+// as a refusal poisons the message and loses the e-mail until an operator
+// replays it.
+type NotNowError struct {
+	// Status is the provider's HTTP status.
+	Status int
+	// RetryAfter is how long the provider asked the caller to wait (its
+	// Retry-After header, capped at MaxRetryAfter); 0 when it did not say.
+	RetryAfter time.Duration
+}
+
+func (e *NotNowError) Error() string {
+	return fmt.Sprintf("notification provider answered %d, not now: retry after %s", e.Status, e.RetryAfter)
+}
+
+// notNow reports whether an HTTP error status means "not now" rather than
+// "no". The four 4xx are about the moment, not the request.
+func notNow(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return status >= 500
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date,
+// capped at MaxRetryAfter; 0 when it is absent or unreadable.
+func retryAfter(h string, now time.Time) time.Duration {
+	var d time.Duration
+	if s, err := strconv.Atoi(h); err == nil {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// WaitRetryAfter waits as long as err's provider asked (a NotNowError's
+// RetryAfter), or until ctx ends, whichever comes first. It returns at once
+// for any other error.
+func WaitRetryAfter(ctx context.Context, err error) {
+	var nn *NotNowError
+	if !errors.As(err, &nn) || nn.RetryAfter <= 0 {
+		return
+	}
+	t := time.NewTimer(nn.RetryAfter)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
 
 // Client calls the provider's POST /notifications.
 type Client struct {
@@ -52,6 +122,10 @@ type Sent struct {
 // SendOrderConfirmed asks the provider to send the order confirmation, with
 // idempotencyKey as its Idempotency-Key. An empty key sends with no key: the
 // mistake the scenario "--without provider-key" demonstrates.
+//
+// A refusal is ErrRejected; a "not now" answer is a *NotNowError, with the
+// provider's Retry-After. Any other error (no answer) is transient too. A
+// retry must carry the same key, so that the provider never sends twice.
 func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, orderID uuid.UUID) (Sent, error) {
 	body, _ := json.Marshal(map[string]string{"order_id": orderID.String(), "template": "order_confirmed"})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/notifications", bytes.NewReader(body))
@@ -69,10 +143,12 @@ func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, 
 		return Sent{}, fmt.Errorf("call notification provider: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+	switch {
+	case notNow(resp.StatusCode):
+		return Sent{}, &NotNowError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	case resp.StatusCode >= 400:
 		return Sent{}, fmt.Errorf("%w: status %d", ErrRejected, resp.StatusCode)
-	}
-	if resp.StatusCode/100 != 2 {
+	case resp.StatusCode/100 != 2:
 		return Sent{}, fmt.Errorf("notification provider answered %d", resp.StatusCode)
 	}
 	var out struct {

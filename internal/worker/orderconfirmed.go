@@ -31,6 +31,16 @@ import (
 // For an irreversible external effect, "maybe twice, deduplicated by the
 // provider" beats "maybe never".
 //
+// What the provider answers decides what happens to the message. A refusal
+// (notify.ErrRejected, a 4xx such as 400 or 422) can never succeed: the
+// message goes to the poison queue at once. "Not now" (429, 408, 409, 425, a
+// 5xx: notify.NotNowError) or no answer at all is transient: the handler
+// waits the provider's Retry-After (capped at notify.MaxRetryAfter, and by
+// the delivery's context) and fails; the router retries with backoff, then
+// nacks, and the broker redelivers. Poisoning a "not now" would lose the
+// e-mail until an operator replays it. Every retry sends the same key, so
+// the provider never sends twice.
+//
 // In the trace, the inbox's span "effect confirmation_delivered" encloses the
 // provider's "effect notification_sent", which encloses the HTTP call: the
 // inbox guards the whole delivery.
@@ -67,7 +77,9 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return c.record(ctx, run, permanent(err))
 	}
 	if err != nil {
-		return c.record(ctx, run, err)
+		err = c.record(ctx, run, err)
+		notify.WaitRetryAfter(ctx, err) // "not now": wait as asked, then the router retries
+		return err
 	}
 	if err := c.q.NotificationLogInsert(sendCtx, db.NotificationLogInsertParams{
 		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: sent.Key,
