@@ -130,7 +130,7 @@ func serve(e env, name string, p process) error {
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
 			Ingestor: ingestor,
-			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), faults, payment.Config{WithoutKey: !guards.IdempotencyKey}),
+			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), faults, payment.Config{WithoutKey: !guards.IdempotencyKey, WithoutChargeClaim: !guards.ChargeClaim}),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
 				"broker":   b.Ping,

@@ -32,7 +32,11 @@ SELECT
     -- the notification first sent, so a crash that lost our log line of the
     -- first call is still counted once, through the replay.
     (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
-      WHERE n.order_id = $1::uuid)                                    AS notification_sent
+      WHERE n.order_id = $1::uuid)                                    AS notification_sent,
+    -- Distinct gateway charge ids the service was told of, for the same reason:
+    -- a replayed answer names the charge first made.
+    (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
+      WHERE c.order_id = $1::uuid AND c.charge_id IS NOT NULL)        AS charges
 `
 
 type AuditOrderRow struct {
@@ -43,6 +47,7 @@ type AuditOrderRow struct {
 	ConfirmationEnqueued     int64 `json:"confirmation_enqueued"`
 	ConfirmationDelivered    int64 `json:"confirmation_delivered"`
 	NotificationSent         int64 `json:"notification_sent"`
+	Charges                  int64 `json:"charges"`
 }
 
 // Executions versus effects for one order. Executions count handler runs;
@@ -58,6 +63,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.ConfirmationEnqueued,
 		&i.ConfirmationDelivered,
 		&i.NotificationSent,
+		&i.Charges,
 	)
 	return i, err
 }

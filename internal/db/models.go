@@ -28,6 +28,16 @@ type Execution struct {
 	CreatedAt time.Time     `json:"created_at"`
 }
 
+type GatewayChargeCall struct {
+	ID         int64       `json:"id"`
+	OrderID    uuid.UUID   `json:"order_id"`
+	GatewayKey string      `json:"gateway_key"`
+	Status     int32       `json:"status"`
+	ChargeID   pgtype.Text `json:"charge_id"`
+	Replayed   bool        `json:"replayed"`
+	CreatedAt  time.Time   `json:"created_at"`
+}
+
 type IdempotencyKey struct {
 	Scope          string      `json:"scope"`
 	Key            string      `json:"key"`
@@ -70,6 +80,17 @@ type Order struct {
 	Status      string      `json:"status"`
 	CreatedAt   time.Time   `json:"created_at"`
 	PaidAt      *time.Time  `json:"paid_at"`
+}
+
+type OrderCharge struct {
+	OrderID     uuid.UUID  `json:"order_id"`
+	Attempt     int32      `json:"attempt"`
+	State       string     `json:"state"`
+	HolderScope string     `json:"holder_scope"`
+	HolderKey   string     `json:"holder_key"`
+	LockedUntil *time.Time `json:"locked_until"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
 type OrderTransition struct {

@@ -19,11 +19,12 @@ type Set struct {
 	ProviderKey    bool // message id as the provider's Idempotency-Key (off: a fresh key per call)
 	WebhookInbox   bool // webhook inbox by provider event id (off: every delivery enqueues)
 	IdempotencyKey bool // Idempotency-Key at POST /orders/{id}/payments (off: every retry charges)
+	ChargeClaim    bool // one charge per order, whatever the key (off: every new key charges)
 }
 
 // All is every guard on: the correct configuration.
 func All() Set {
-	return Set{StateCheck: true, LedgerKey: true, Outbox: true, Inbox: true, ProviderKey: true, WebhookInbox: true, IdempotencyKey: true}
+	return Set{StateCheck: true, LedgerKey: true, Outbox: true, Inbox: true, ProviderKey: true, WebhookInbox: true, IdempotencyKey: true, ChargeClaim: true}
 }
 
 // switches maps each name accepted by --without to its field.
@@ -36,13 +37,14 @@ func (s *Set) switches() map[string]*bool {
 		"provider-key":    &s.ProviderKey,
 		"webhook-inbox":   &s.WebhookInbox,
 		"idempotency-key": &s.IdempotencyKey,
+		"charge-claim":    &s.ChargeClaim,
 	}
 }
 
 // Names lists the names accepted by Without, sorted.
 func Names() []string {
 	var s Set
-	names := make([]string, 0, 7)
+	names := make([]string, 0, 8)
 	for name := range s.switches() {
 		names = append(names, name)
 	}

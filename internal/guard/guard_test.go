@@ -27,7 +27,7 @@ func TestWithout(t *testing.T) {
 			t.Errorf("Without(%q).Off() = %q, want %q", tt.list, s.Off(), tt.wantOff)
 		}
 	}
-	if len(guard.Names()) != 7 {
-		t.Errorf("Names() = %v, want the 7 guards", guard.Names())
+	if len(guard.Names()) != 8 {
+		t.Errorf("Names() = %v, want the 8 guards", guard.Names())
 	}
 }

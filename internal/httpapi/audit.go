@@ -44,6 +44,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			"confirmation_enqueued":  a.ConfirmationEnqueued,
 			"confirmation_delivered": a.ConfirmationDelivered,
 			"notification_sent":      a.NotificationSent,
+			"charges":                a.Charges,
 		},
 	})
 }

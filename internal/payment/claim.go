@@ -13,23 +13,37 @@ import (
 )
 
 // claimed is what phase 1 decided for one request: either a final response
-// (done), or the right to call the gateway for this key.
+// (done), or the right to call the gateway for this key and the order's
+// charge attempt.
 type claimed struct {
 	order       db.Order
 	scope, key  string
 	fingerprint string
+	attempt     int32 // the order's charge attempt this request holds (charge.go); 0 without that guard
 	done        bool
 	resp        Response
 }
 
-// claim is phase 1, one transaction: load the order, then claim the key.
+// gatewayKey is the Idempotency-Key this request sends to the gateway: the
+// order's charge attempt (ChargeKey), or, with the per-order guard switched
+// off, this request's own key (GatewayKey).
+func (c *claimed) gatewayKey() string {
+	if c.attempt == 0 {
+		return GatewayKey(c.scope, c.key)
+	}
+	return ChargeKey(c.order.ID, c.attempt)
+}
+
+// claim is phase 1, one transaction: load the order, claim the key, then
+// claim the order's charge (charge.go).
 //
-// Effect protected: the charge, against concurrent and repeated requests.
-// INSERT ... ON CONFLICT DO NOTHING on the primary key (scope, key) lets
+// Effect protected: the request, against concurrent and repeated sends of
+// it. INSERT ... ON CONFLICT DO NOTHING on the primary key (scope, key) lets
 // exactly one of any number of concurrent first requests insert the row, with
 // its lock; the others wait for that insert to commit, insert nothing, and
-// read the row (resume). Nothing is written when the order does not exist or
-// the request is refused.
+// read the row (resume). The charge itself is protected per order, by
+// claimCharge, whatever the key. Nothing is written when the order does not
+// exist or the request is refused.
 func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, error) {
 	var c claimed
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -49,9 +63,11 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 			return fmt.Errorf("insert idempotency key: %w", err)
 		}
 		if inserted == 0 {
-			return s.resume(ctx, q, &c)
+			if err := s.resume(ctx, q, &c); err != nil || c.done {
+				return err
+			}
 		}
-		return s.refuseIfPaid(ctx, q, &c)
+		return s.claimOrderCharge(ctx, q, &c)
 	})
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim idempotency key for order %s: %w", req.OrderID, err)
@@ -72,10 +88,8 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 // this read and the UPDATE another request may recover the key, which is
 // why recoverKey re-checks the lock in its WHERE clause.
 //
-// A recovered key goes to the gateway without the "already paid" check: that
-// check ran when the key was first claimed, and the crashed request may have
-// charged already, in which case the derived gateway key brings that charge
-// back.
+// A recovered key goes on to claimCharge like a new one: its holder crashed,
+// and another key may have charged the order since.
 func (s *Service) resume(ctx context.Context, q *db.Queries, c *claimed) error {
 	row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
 	if err != nil {
@@ -114,4 +128,14 @@ func (s *Service) recoverKey(ctx context.Context, q *db.Queries, c *claimed) err
 		return inFlight(s.cfg.LockTimeout)
 	}
 	return nil
+}
+
+// claimOrderCharge claims the order's charge for this request (charge.go), or,
+// with that guard switched off (Config.WithoutChargeClaim), lets every key
+// charge: the mistake of trusting the Idempotency-Key alone.
+func (s *Service) claimOrderCharge(ctx context.Context, q *db.Queries, c *claimed) error {
+	if s.cfg.WithoutChargeClaim {
+		return nil
+	}
+	return s.claimCharge(ctx, q, c)
 }

@@ -49,8 +49,8 @@ func TestPayAfterCrash(t *testing.T) {
 		o := b.newOrder(t, "cust-crash-charged")
 		crash(t, b, cfg, o, "k1")
 		// The crashed request had reached the gateway: it charged under the
-		// derived key "<customer>:<key>", and its answer was lost.
-		answer, err := b.client.Charge(context.Background(), "cust-crash-charged:k1", payment.ChargeRequest{
+		// key of the order's first charge attempt, and its answer was lost.
+		answer, err := b.client.Charge(context.Background(), payment.ChargeKey(o.ID, 1), payment.ChargeRequest{
 			OrderID: o.ID.String(), AmountCents: o.AmountCents, Currency: o.Currency,
 		})
 		if err != nil || answer.Status != http.StatusCreated {

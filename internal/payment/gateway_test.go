@@ -62,7 +62,7 @@ func TestPayGatewayRefusal(t *testing.T) {
 		// Make the gateway refuse our call for good: its key already holds a
 		// charge for another amount, so it answers 422 to our request, and
 		// would to every retry of it (the fake declines no cards otherwise).
-		if _, err := b.client.Charge(context.Background(), "cust-refused:k1", payment.ChargeRequest{
+		if _, err := b.client.Charge(context.Background(), payment.ChargeKey(o.ID, 1), payment.ChargeRequest{
 			OrderID: o.ID.String(), AmountCents: o.AmountCents + 1, Currency: o.Currency,
 		}); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,8 @@ package payment
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/google/uuid"
 )
 
 // MaxKeyLength is the longest Idempotency-Key accepted, as at Stripe.
@@ -26,14 +28,30 @@ func checkKey(key string) error {
 	return nil
 }
 
-// GatewayKey is the Idempotency-Key sent to the payment gateway for the
-// client's key within scope (the customer): "<scope>:<key>".
+// ChargeKey is the Idempotency-Key sent to the payment gateway for an
+// order's charge attempt: "order:<order id>:charge:<attempt>".
 //
-// Effect protected: the charge, across our own crash. If this process dies
+// Effect protected: the charge, across lost answers, crashes and new keys.
+// It comes from the order's payment intent, never from a request: whichever
+// request holds the attempt (the first one, its retry, or another key's that
+// took over after a crash or a timeout), the gateway sees one key and makes
+// one charge. Only a refusal for good moves the order to its next attempt,
+// and so to a new key (charge.go).
+func ChargeKey(orderID uuid.UUID, attempt int32) string {
+	return fmt.Sprintf("order:%s:charge:%d", orderID, attempt)
+}
+
+// GatewayKey is the Idempotency-Key a request would send to the payment
+// gateway with the per-order guard switched off (Config.WithoutChargeClaim):
+// the client's key within scope (the customer), "<scope>:<key>".
+//
+// What it protects, alone: the charge, across our own crash. If this process dies
 // after phase 1 committed, or after the gateway charged but before phase 3
 // stored the answer, the retry that recovers the key sends the gateway the
 // same derived key and gets the first charge back instead of making a second.
-// A random key per attempt would charge once per attempt.
+// A random key per attempt would charge once per attempt. What it does not
+// protect: a second key for the same order is a second gateway key, and so a
+// second charge; that is why the guarded path uses ChargeKey.
 //
 // The key is deterministic and includes the scope, so two customers who
 // happen to choose the same key never share a charge. The scope is escaped

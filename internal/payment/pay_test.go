@@ -41,7 +41,7 @@ func TestPay(t *testing.T) {
 		}
 		got := decodeCharged(t, first.Body)
 		if got.OrderID != o.ID.String() || got.Status != "charged" || got.Charge.AmountCents != o.AmountCents ||
-			got.Charge.IdempotencyKey != "cust-replay:k1" {
+			got.Charge.IdempotencyKey != payment.ChargeKey(o.ID, 1) {
 			t.Fatalf("201 body = %+v", got)
 		}
 	})

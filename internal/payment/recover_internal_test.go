@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
 	"github.com/orderpaid/orderpaid/internal/postgres"
 )
 
@@ -21,12 +19,8 @@ import (
 // take it over at once.
 func TestRecoverKey(t *testing.T) {
 	t.Parallel()
-	pool, _ := pgtest.NewDatabase(t)
+	pool, o := newTestOrder(t)
 	ctx := context.Background()
-	o, err := order.Create(ctx, db.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 100, Currency: "BRL"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	expired := time.Now().Add(-time.Second)
 	if _, err := db.New(pool).IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
 		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LockedUntil: &expired,

@@ -36,6 +36,10 @@ type Config struct {
 	// WithoutKey switches the guard off (workshop and scenarios only): see
 	// payUnguarded.
 	WithoutKey bool
+	// WithoutChargeClaim switches the per-order charge claim off (workshop
+	// and scenarios only): every new key charges, under a gateway key of its
+	// own (GatewayKey), as when the Idempotency-Key is the only guard.
+	WithoutChargeClaim bool
 }
 
 func (c Config) withDefaults() Config {
@@ -79,11 +83,13 @@ type Response struct {
 	Replayed bool
 }
 
-// Pay charges the order at most once per key, in three atomic phases:
+// Pay charges the order at most once, whatever the key, in three atomic
+// phases:
 //
-//  1. claim the key in one transaction (claim.go): or answer from the store,
-//     or refuse with ErrKeyMismatch or *InFlightError;
-//  2. call the gateway with the derived key GatewayKey(scope, key);
+//  1. claim the key and the order's charge in one transaction (claim.go,
+//     charge.go): or answer from the store, or refuse with ErrKeyMismatch or
+//     *InFlightError;
+//  2. call the gateway with the key of the order's charge attempt (ChargeKey);
 //  3. store the gateway's definitive answer, or release the key after a
 //     transient failure (complete.go).
 //
@@ -127,7 +133,7 @@ func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 		// A crash here: the key stays locked until LockTimeout.
 		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
 	}
-	answer, callErr := s.gw.Charge(ctx, GatewayKey(c.scope, c.key), ChargeRequest{
+	answer, callErr := s.gw.Charge(ctx, c.gatewayKey(), ChargeRequest{
 		OrderID:     c.order.ID.String(),
 		AmountCents: c.order.AmountCents,
 		Currency:    c.order.Currency,

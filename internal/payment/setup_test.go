@@ -30,6 +30,7 @@ type bundle struct {
 	gw     *fakes.Gateway
 	url    string
 	client *payment.GatewayClient
+	cfg    payment.Config // svc's
 
 	mu    sync.Mutex
 	calls map[string]int // order id -> POST /charges requests that reached the gateway
@@ -46,8 +47,22 @@ func setup(t *testing.T, cfg payment.Config) *bundle {
 	t.Cleanup(srv.Close)
 	b.url = srv.URL
 	b.client = payment.NewGatewayClient(srv.URL, srv.Client())
+	b.cfg = cfg
 	b.svc = b.service(cfg, nil)
 	return b
+}
+
+// svcGuarded reports whether b.svc runs with the per-order charge claim.
+func (b *bundle) svcGuarded() bool { return !b.cfg.WithoutChargeClaim }
+
+// audit reads the order's audit, the query behind GET /orders/{id}/audit.
+func (b *bundle) audit(t *testing.T, o db.Order) db.AuditOrderRow {
+	t.Helper()
+	a, err := db.New(b.pool).AuditOrder(context.Background(), o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // service returns another Service on the same database and gateway.

@@ -11,6 +11,7 @@ import (
 func Catalogue() []*Scenario {
 	return []*Scenario{
 		clientRetry(),
+		newKeyPerRetry(),
 		webhookRedelivered(),
 		webhookConcurrent(),
 		twoEvents(),
@@ -37,6 +38,7 @@ const (
 	guardProviderKey    = "provider-key"
 	guardWebhookInbox   = "webhook-inbox"
 	guardIdempotencyKey = "idempotency-key"
+	guardChargeClaim    = "charge-claim"
 )
 
 // Fault points, as internal/faultpoint names them.

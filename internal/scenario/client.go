@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,6 +81,31 @@ func (s *Stage) Pay(ctx context.Context, id uuid.UUID, key string, timeout time.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return s.call(ctx, "POST", s.APIURL()+"/orders/"+id.String()+"/payments", map[string]string{"Idempotency-Key": key}, map[string]any{}, nil)
+}
+
+// PayTitle is Pay that also returns the title of a problem answer, such as
+// "Order already paid", for a client that reads why it was refused.
+func (s *Stage) PayTitle(ctx context.Context, id uuid.UUID, key string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", s.APIURL()+"/orders/"+id.String()+"/payments", strings.NewReader("{}"))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var p struct {
+		Title string `json:"title"`
+	}
+	if resp.StatusCode >= 400 {
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&p)
+	}
+	return resp.StatusCode, p.Title, nil
 }
 
 // PaidOrder creates an order and pays it; the gateway's webhook then starts

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The public edge repeats itself: a client retries, a provider redelivers its
@@ -23,30 +25,11 @@ func clientRetry() *Scenario {
 			},
 		},
 		Run: func(ctx context.Context, s *Stage) error {
-			if err := s.Start(ctx); err != nil {
-				return err
-			}
-			id, err := s.NewOrder(ctx)
+			id, err := timedOutPayment(ctx, s, func(id uuid.UUID) string { return "pay-" + id.String() })
 			if err != nil {
 				return err
 			}
-			if err := s.GatewayControl(ctx, map[string]int{"delay_ms": 1500}); err != nil {
-				return err
-			}
 			key := "pay-" + id.String()
-			status, err := s.Pay(ctx, id, key, 300*time.Millisecond)
-			s.Logf("attempt 1: status %d, err %v", status, err)
-			if err == nil {
-				return fmt.Errorf("the first payment answered %d within the client's 300ms; the slow gateway did not hold it", status)
-			}
-			// The money moved although the client saw nothing; the gateway
-			// is fast again for the retries.
-			if _, err := s.WaitFor(ctx, "the slow charge made", 10*time.Second, func(c Counts) bool { return c.Charges >= 1 }); err != nil {
-				return err
-			}
-			if err := s.GatewayControl(ctx, map[string]int{}); err != nil {
-				return err
-			}
 			for attempt := 2; attempt <= 20; attempt++ {
 				if err := sleep(ctx, 250*time.Millisecond); err != nil {
 					return err
@@ -60,6 +43,69 @@ func clientRetry() *Scenario {
 			return fmt.Errorf("no 2xx answer to POST /orders/%s/payments in 20 attempts", id)
 		},
 	}
+}
+
+func newKeyPerRetry() *Scenario {
+	return &Scenario{
+		Name: "new-key-per-retry",
+		Summary: "the gateway is slow, the client times out and retries POST /orders/{id}/payments " +
+			"with a NEW Idempotency-Key each time (a second tab, an app that lost its key)",
+		Repeated:  "POST /payments, a new key per retry",
+		Protected: Expect{Checks: once(1)},
+		Without: map[string]Expect{
+			guardChargeClaim: {
+				Damage: "the customer was charged twice: each new key charged under a gateway key of its own",
+				Checks: once(1, eq(Charges, 2)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			id, err := timedOutPayment(ctx, s, func(id uuid.UUID) string { return "pay-" + id.String() + "-1" })
+			if err != nil {
+				return err
+			}
+			for attempt := 2; attempt <= 20; attempt++ {
+				if err := sleep(ctx, 250*time.Millisecond); err != nil {
+					return err
+				}
+				key := fmt.Sprintf("pay-%s-%d", id, attempt)
+				status, title, err := s.PayTitle(ctx, id, key, 3*time.Second)
+				s.Logf("attempt %d, key %s: status %d %s, err %v", attempt, key, status, title, err)
+				// Done when charged, or told the order is already paid; a 409
+				// "in flight" means the first charge is still at the gateway.
+				if err == nil && (status/100 == 2 || title == "Order already paid") {
+					return nil
+				}
+			}
+			return fmt.Errorf("no 2xx or already-paid answer to POST /orders/%s/payments in 20 attempts", id)
+		},
+	}
+}
+
+// timedOutPayment is the start of the client-retry scenarios: the usual
+// three processes, a new order, and a first POST /payments under key(order)
+// that the client gives up on after 300ms while the slow gateway charges.
+// When it returns, the money has moved although the client saw nothing, and
+// the gateway is fast again for the retries.
+func timedOutPayment(ctx context.Context, s *Stage, key func(uuid.UUID) string) (uuid.UUID, error) {
+	if err := s.Start(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	id, err := s.NewOrder(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.GatewayControl(ctx, map[string]int{"delay_ms": 1500}); err != nil {
+		return uuid.Nil, err
+	}
+	status, err := s.Pay(ctx, id, key(id), 300*time.Millisecond)
+	s.Logf("attempt 1: status %d, err %v", status, err)
+	if err == nil {
+		return uuid.Nil, fmt.Errorf("the first payment answered %d within the client's 300ms; the slow gateway did not hold it", status)
+	}
+	if _, err := s.WaitFor(ctx, "the slow charge made", 10*time.Second, func(c Counts) bool { return c.Charges >= 1 }); err != nil {
+		return uuid.Nil, err
+	}
+	return id, s.GatewayControl(ctx, map[string]int{})
 }
 
 func webhookRedelivered() *Scenario {

@@ -21,4 +21,8 @@ SELECT
     -- the notification first sent, so a crash that lost our log line of the
     -- first call is still counted once, through the replay.
     (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
-      WHERE n.order_id = sqlc.arg(order_id)::uuid)                                    AS notification_sent;
+      WHERE n.order_id = sqlc.arg(order_id)::uuid)                                    AS notification_sent,
+    -- Distinct gateway charge ids the service was told of, for the same reason:
+    -- a replayed answer names the charge first made.
+    (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
+      WHERE c.order_id = sqlc.arg(order_id)::uuid AND c.charge_id IS NOT NULL)        AS charges;

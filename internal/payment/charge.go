@@ -1,0 +1,112 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/order"
+)
+
+// Charge states, as order_charges.state spells them.
+const (
+	chargeCharging = "charging"
+	chargeCharged  = "charged"
+	chargeRefused  = "refused"
+)
+
+// claimCharge runs in phase 1, in the key's transaction, once this request
+// has won its key (a new key, or one recovered after a crash). It decides
+// whether this request may call the gateway for the order.
+//
+// Effect protected: the charge itself, whatever the Idempotency-Key. The key
+// protects one request; a client that mints a new key per retry, a second
+// browser tab or a crashed app with a fresh key sends another request for the
+// same payment. One order_charges row per order (its primary key) is the
+// order's payment intent:
+//
+//   - no row yet, order pending: INSERT ... ON CONFLICT DO NOTHING lets
+//     exactly one of any number of concurrent requests, whatever their keys,
+//     claim attempt 1; the others wait for its commit, insert nothing, and
+//     read the row below;
+//   - charged, or the order is no longer pending: "order already paid",
+//     stored under this key; nothing goes to the gateway;
+//   - charging with a live lock: *InFlightError, another request is at the
+//     gateway (nothing is stored, so this key can be retried);
+//   - charging with an expired lock: its holder crashed or its answer was
+//     lost, and the charge may have happened. Take it over keeping the
+//     attempt, so the gateway gets the same key (ChargeKey) and answers
+//     with the first charge instead of making a second;
+//   - refused: the gateway refused the last attempt for good and charged
+//     nothing, so the next attempt may start, under a new gateway key.
+//
+// The take-over and the next attempt are conditional UPDATEs, re-checked by
+// PostgreSQL under READ COMMITTED: of concurrent callers exactly one changes
+// the row, the others are told the charge is in flight.
+func (s *Service) claimCharge(ctx context.Context, q *db.Queries, c *claimed) error {
+	lockedUntil := time.Now().Add(s.cfg.LockTimeout)
+	if c.order.Status == order.StatusPending {
+		n, err := q.OrderChargeInsert(ctx, db.OrderChargeInsertParams{
+			OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+		})
+		if err != nil {
+			return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
+		}
+		if n == 1 {
+			c.attempt = 1
+			return nil
+		}
+	}
+	ch, err := q.OrderChargeGet(ctx, c.order.ID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// Not pending, and never charged through this service.
+		return s.alreadyPaid(ctx, q, c)
+	case err != nil:
+		return fmt.Errorf("read the charge of order %s: %w", c.order.ID, err)
+	}
+	switch {
+	case ch.State == chargeCharged, c.order.Status != order.StatusPending && ch.State == chargeRefused:
+		return s.alreadyPaid(ctx, q, c)
+	case ch.State == chargeRefused:
+		return s.nextAttempt(ctx, q, c, ch, lockedUntil)
+	case ch.LockedUntil != nil && ch.LockedUntil.After(time.Now()):
+		return inFlight(time.Until(*ch.LockedUntil))
+	default:
+		return s.takeOver(ctx, q, c, ch, lockedUntil)
+	}
+}
+
+// takeOver claims a charge whose outcome is unknown, keeping its attempt.
+func (s *Service) takeOver(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge, lockedUntil time.Time) error {
+	won, err := q.OrderChargeTakeOver(ctx, db.OrderChargeTakeOverParams{
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+	})
+	if err != nil {
+		return fmt.Errorf("take over the charge of order %s: %w", c.order.ID, err)
+	}
+	if won == 0 {
+		return inFlight(s.cfg.LockTimeout)
+	}
+	c.attempt = ch.Attempt
+	return nil
+}
+
+// nextAttempt claims the attempt after a refused one.
+func (s *Service) nextAttempt(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge, lockedUntil time.Time) error {
+	won, err := q.OrderChargeRetry(ctx, db.OrderChargeRetryParams{
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+	})
+	if err != nil {
+		return fmt.Errorf("start attempt %d of the charge of order %s: %w", ch.Attempt+1, c.order.ID, err)
+	}
+	if won == 0 {
+		return inFlight(s.cfg.LockTimeout)
+	}
+	c.attempt = ch.Attempt + 1
+	return nil
+}

@@ -1,0 +1,50 @@
+-- name: OrderChargeInsert :execrows
+-- Claims the order's charge for the first time. Zero rows: another request
+-- claimed it before (the conflict waits for that insert to commit).
+INSERT INTO order_charges (order_id, holder_scope, holder_key, locked_until)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (order_id) DO NOTHING;
+
+-- name: OrderChargeGet :one
+SELECT * FROM order_charges WHERE order_id = $1;
+
+-- name: OrderChargeTakeOver :execrows
+-- Takes over a charge whose holder crashed or gave it back, keeping its
+-- attempt (and so its gateway key): only while its outcome is unknown and its
+-- lock has expired. Exactly one concurrent caller wins.
+UPDATE order_charges
+SET holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
+    locked_until = sqlc.arg(locked_until), updated_at = now()
+WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt)
+  AND state = 'charging' AND locked_until < now();
+
+-- name: OrderChargeRetry :execrows
+-- Starts the next attempt after the gateway refused the last one for good.
+-- Exactly one concurrent caller wins.
+UPDATE order_charges
+SET attempt = attempt + 1, state = 'charging',
+    holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
+    locked_until = sqlc.arg(locked_until), updated_at = now()
+WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'refused';
+
+-- name: OrderChargeSettle :execrows
+-- Records the gateway's definitive answer to an attempt: charged or refused.
+-- Any holder of the attempt may settle it (they all sent the same gateway
+-- key, so they all got the same answer); a settled attempt stays settled.
+UPDATE order_charges
+SET state = sqlc.arg(state), locked_until = NULL, updated_at = now()
+WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'charging';
+
+-- name: OrderChargeRelease :exec
+-- Gives the charge back after an answer that settles nothing (a 5xx, a
+-- timeout), so the next request can take it over at once. Only the holder's
+-- own lock is released: one that expired and was taken over is not.
+UPDATE order_charges
+SET locked_until = now() - interval '1 second', updated_at = now()
+WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'charging'
+  AND holder_scope = sqlc.arg(holder_scope) AND holder_key = sqlc.arg(holder_key);
+
+-- name: GatewayChargeCallInsert :exec
+-- Records one answer of the gateway to a charge call.
+INSERT INTO gateway_charge_calls (order_id, gateway_key, status, charge_id, replayed)
+VALUES ($1, $2, $3, $4, $5);
