@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/orderpaid/orderpaid/internal/fakes"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
@@ -123,5 +124,33 @@ func TestPaymentsConcurrentRequestsWithOneKey(t *testing.T) {
 	}
 	if statuses[http.StatusCreated] < 1 || statuses[http.StatusCreated]+statuses[http.StatusConflict] != 20 {
 		t.Errorf("statuses = %v, want 201s and 409s only", statuses)
+	}
+}
+
+// A second key while the first key's request is charging the order: 409 with
+// Retry-After, titled so the client knows it is the order, not its key, and
+// afterwards the stored 409 "Order already paid". One charge.
+func TestPaymentsSecondKeyWhileTheOrderIsCharging(t *testing.T) {
+	t.Parallel()
+	b, gw := paySetup(t, 300)
+	o := b.newOrder(t).ID.String()
+	first := make(chan answer, 1)
+	go func() { first <- b.pay(t, o, "tab-1", `{}`) }()
+	for len(gw.Charges()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := b.pay(t, o, "tab-2", `{}`)
+	if got.status != http.StatusConflict || got.header.Get("Retry-After") == "" ||
+		!strings.Contains(string(got.body), "A charge of this order is in flight") {
+		t.Fatalf("second key while charging: %d %v %s, want 409 with Retry-After, the order's charge in flight", got.status, got.header, got.body)
+	}
+	if a := <-first; a.status != http.StatusCreated {
+		t.Fatalf("first key: %d %s, want 201", a.status, a.body)
+	}
+	if got := b.pay(t, o, "tab-2", `{}`); got.status != http.StatusConflict || !strings.Contains(string(got.body), "Order already paid") {
+		t.Fatalf("second key after the charge: %d %s, want 409 Order already paid", got.status, got.body)
+	}
+	if n := len(gw.Charges()); n != 1 {
+		t.Errorf("gateway charges = %d, want exactly 1", n)
 	}
 }

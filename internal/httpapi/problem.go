@@ -53,6 +53,9 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 		p.Status, p.Title = http.StatusMethodNotAllowed, "Method not allowed"
 	case errors.As(err, &inFlight):
 		p.Status, p.Title = http.StatusConflict, "A request with this Idempotency-Key is in flight"
+		if inFlight.Order {
+			p.Title = "A charge of this order is in flight"
+		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(inFlight.RetryAfter.Seconds())))
 	case errors.Is(err, errBodyTooLarge):
 		p.Status, p.Title = http.StatusRequestEntityTooLarge, "Request body too large"

@@ -48,10 +48,9 @@ const (
 // PostgreSQL under READ COMMITTED: of concurrent callers exactly one changes
 // the row, the others are told the charge is in flight.
 func (s *Service) claimCharge(ctx context.Context, q *db.Queries, c *claimed) error {
-	lockedUntil := time.Now().Add(s.cfg.LockTimeout)
 	if c.order.Status == order.StatusPending {
 		n, err := q.OrderChargeInsert(ctx, db.OrderChargeInsertParams{
-			OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+			OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 		})
 		if err != nil {
 			return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
@@ -73,39 +72,39 @@ func (s *Service) claimCharge(ctx context.Context, q *db.Queries, c *claimed) er
 	case ch.State == chargeCharged, c.order.Status != order.StatusPending && ch.State == chargeRefused:
 		return s.alreadyPaid(ctx, q, c)
 	case ch.State == chargeRefused:
-		return s.nextAttempt(ctx, q, c, ch, lockedUntil)
+		return s.nextAttempt(ctx, q, c, ch)
 	case ch.LockedUntil != nil && ch.LockedUntil.After(time.Now()):
-		return inFlight(time.Until(*ch.LockedUntil))
+		return orderInFlight(time.Until(*ch.LockedUntil))
 	default:
-		return s.takeOver(ctx, q, c, ch, lockedUntil)
+		return s.takeOver(ctx, q, c, ch)
 	}
 }
 
 // takeOver claims a charge whose outcome is unknown, keeping its attempt.
-func (s *Service) takeOver(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge, lockedUntil time.Time) error {
+func (s *Service) takeOver(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge) error {
 	won, err := q.OrderChargeTakeOver(ctx, db.OrderChargeTakeOverParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 	})
 	if err != nil {
 		return fmt.Errorf("take over the charge of order %s: %w", c.order.ID, err)
 	}
 	if won == 0 {
-		return inFlight(s.cfg.LockTimeout)
+		return orderInFlight(s.cfg.LockTimeout)
 	}
 	c.attempt = ch.Attempt
 	return nil
 }
 
 // nextAttempt claims the attempt after a refused one.
-func (s *Service) nextAttempt(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge, lockedUntil time.Time) error {
+func (s *Service) nextAttempt(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge) error {
 	won, err := q.OrderChargeRetry(ctx, db.OrderChargeRetryParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &lockedUntil,
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 	})
 	if err != nil {
 		return fmt.Errorf("start attempt %d of the charge of order %s: %w", ch.Attempt+1, c.order.ID, err)
 	}
 	if won == 0 {
-		return inFlight(s.cfg.LockTimeout)
+		return orderInFlight(s.cfg.LockTimeout)
 	}
 	c.attempt = ch.Attempt + 1
 	return nil

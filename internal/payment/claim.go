@@ -19,7 +19,8 @@ type claimed struct {
 	order       db.Order
 	scope, key  string
 	fingerprint string
-	attempt     int32 // the order's charge attempt this request holds (charge.go); 0 without that guard
+	attempt     int32     // the order's charge attempt this request holds (charge.go); 0 without that guard
+	lockedUntil time.Time // the lock this request holds, on its key and on the order's charge alike
 	done        bool
 	resp        Response
 }
@@ -55,9 +56,9 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 		// The key is scoped per customer: another customer's identical key is
 		// another key.
 		c = claimed{order: o, scope: o.CustomerID, key: req.Key, fingerprint: fingerprint(o.ID, body)}
-		lockedUntil := time.Now().Add(s.cfg.LockTimeout)
+		c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
 		inserted, err := q.IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
-			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LockedUntil: &lockedUntil,
+			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LockedUntil: &c.lockedUntil,
 		})
 		if err != nil {
 			return fmt.Errorf("insert idempotency key: %w", err)
@@ -117,9 +118,9 @@ func (s *Service) resume(ctx context.Context, q *db.Queries, c *claimed) error {
 // matches nothing. The one caller that changed a row goes on; the others are
 // told the key is in flight, for as long as the winner's new lock lasts.
 func (s *Service) recoverKey(ctx context.Context, q *db.Queries, c *claimed) error {
-	lockedUntil := time.Now().Add(s.cfg.LockTimeout)
+	c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
 	won, err := q.IdempotencyKeyRecover(ctx, db.IdempotencyKeyRecoverParams{
-		LockedUntil: &lockedUntil, Scope: c.scope, Key: c.key,
+		LockedUntil: &c.lockedUntil, Scope: c.scope, Key: c.key,
 	})
 	if err != nil {
 		return fmt.Errorf("recover idempotency key: %w", err)

@@ -38,15 +38,31 @@ var (
 // lock: it is charging right now, or it crashed and its lock has not expired
 // yet. Waiting for it is the only safe answer; running this request too
 // would race it to the gateway.
+//
+// Order is set when the lock held is the order's charge (charge.go), not
+// this key's: a request under another Idempotency-Key is charging the order.
 type InFlightError struct {
 	// RetryAfter is how long until the lock expires, rounded up to whole
 	// seconds and at least one second, ready for a Retry-After header.
 	RetryAfter time.Duration
+	// Order: the holder is another key's request for the same order.
+	Order bool
 }
 
 // Error implements error.
 func (e *InFlightError) Error() string {
+	if e.Order {
+		return fmt.Sprintf("a charge of this order is in flight under another Idempotency-Key: retry after %s", e.RetryAfter)
+	}
 	return fmt.Sprintf("a request with this Idempotency-Key is in flight: retry after %s", e.RetryAfter)
+}
+
+// orderInFlight builds the error for the order's charge held for remaining
+// more by another key's request.
+func orderInFlight(remaining time.Duration) *InFlightError {
+	e := inFlight(remaining)
+	e.Order = true
+	return e
 }
 
 // inFlight builds the error for a lock that is held for remaining more.
