@@ -17,6 +17,7 @@ func Catalogue() []*Scenario {
 		twoEvents(),
 		transientRetry(),
 		commitNoAck(),
+		commitAckLost(),
 		brokerRedelivery(),
 		partialFailure(),
 		workerRestart(),
