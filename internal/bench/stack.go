@@ -63,6 +63,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"HTTP_ADDR=" + apiAddr, "FAKES_ADDR=" + fakesAddr,
 		"FAKES_URL=" + s.Fakes, "WEBHOOK_URL=" + s.API + "/webhooks/payments",
 		"WEBHOOK_SECRET=" + s.Secret,
+		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
 	}
 	var err error
 	if s.fakes, err = s.start(ctx, "fakes", "fakes listening on", nil, "fakes"); err != nil {

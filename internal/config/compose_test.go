@@ -196,6 +196,12 @@ func TestComposeEnvironmentIsWhatConfigReads(t *testing.T) {
 			if v := getenv(s)("WEBHOOK_SECRET"); v != "" && v != config.DevWebhookSecret {
 				t.Errorf("WEBHOOK_SECRET = %q, want the documented dev value config.DevWebhookSecret", v)
 			}
+			if slices.Contains(s.Command, "api") {
+				// The api refuses the dev secret outside a dev run.
+				if _, _, err := serviceConfig(t, s).WebhookSecretFor(false); err != nil {
+					t.Errorf("the api would refuse to start: %v", err)
+				}
+			}
 			name := getenv(s)("OTEL_SERVICE_NAME")
 			if other, dup := names[name]; name == "" || dup {
 				t.Errorf("OTEL_SERVICE_NAME = %q (also used by %q): want one name per service to tell them apart in Jaeger", name, other)

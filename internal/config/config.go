@@ -14,8 +14,14 @@ import (
 
 // DevWebhookSecret is the documented development-only webhook secret. Any real
 // deployment sets WEBHOOK_SECRET; the fakes and the service share this value so
-// the demo works with no configuration.
+// the demo works with no configuration. The api accepts it only in a dev run
+// (WebhookSecretFor).
 const DevWebhookSecret = "whsec_dev_only_do_not_use_in_production"
+
+// DevVariable names the variable that marks a development, workshop or test
+// run: ORDERPAID_DEV=1. `orderpaid all` and `demo` are dev runs without it;
+// the scenario runner, bench and soak set it for the processes they start.
+const DevVariable = "ORDERPAID_DEV"
 
 // Broker names accepted in BROKER.
 const (
@@ -35,7 +41,8 @@ type Config struct {
 	FakesAddr     string // FAKES_ADDR: orderpaid fakes listens here
 	FakesURL      string // FAKES_URL: where api and worker reach the fakes
 	WebhookURL    string // WEBHOOK_URL: where the fake gateway delivers webhooks
-	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks
+	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
+	Dev           bool   // ORDERPAID_DEV=1: a development, workshop or test run
 	// MetricsAddr is where `orderpaid worker` serves GET /metrics
 	// (METRICS_ADDR, e.g. :9090; default none). The api serves /metrics on
 	// HTTP_ADDR, and `all` there too.
@@ -51,7 +58,7 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 // the OpenTelemetry SDK itself). The compose file test checks against it.
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
-	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR",
+	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
 }
 
 // Load fills a Config from getenv with the documented defaults and validates
@@ -67,8 +74,15 @@ func Load(getenv func(string) string) (Config, error) {
 		FakesAddr:     cmp.Or(getenv("FAKES_ADDR"), ":8081"),
 		FakesURL:      cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
 		WebhookURL:    cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
-		WebhookSecret: cmp.Or(getenv("WEBHOOK_SECRET"), DevWebhookSecret),
+		WebhookSecret: getenv("WEBHOOK_SECRET"),
 		MetricsAddr:   getenv("METRICS_ADDR"),
+	}
+	switch getenv(DevVariable) {
+	case "":
+	case "1":
+		cfg.Dev = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: set it to 1 for a development run, or leave it unset", DevVariable, getenv(DevVariable))
 	}
 	var err error
 	cfg.ShutdownTimeout, err = time.ParseDuration(cmp.Or(getenv("SHUTDOWN_TIMEOUT"), "15s"))
@@ -95,4 +109,36 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// Kinds of webhook secret, as WebhookSecretFor reports them (for the log: the
+// value itself is never logged).
+const (
+	SecretConfigured = "configured" // WEBHOOK_SECRET, set to a secret of the deployment's own
+	SecretDev        = "dev"        // the documented DevWebhookSecret
+)
+
+// WebhookSecretFor returns the secret that verifies (api) or signs (fakes)
+// webhooks, and its kind.
+//
+// Failure it prevents: anyone able to reach the api marking any order paid.
+// With a known secret a forged payment.succeeded passes verification, and the
+// commission is credited and the e-mail sent for an order nobody paid. So an
+// empty WEBHOOK_SECRET does not silently become the documented one: outside a
+// dev run (devRun: `orderpaid all`, `demo`, or ORDERPAID_DEV=1) both an empty
+// secret and the dev secret are refused, with an error saying what to set.
+func (c Config) WebhookSecretFor(devRun bool) (secret []byte, kind string, err error) {
+	devRun = devRun || c.Dev
+	switch {
+	case c.WebhookSecret != "" && c.WebhookSecret != DevWebhookSecret:
+		return []byte(c.WebhookSecret), SecretConfigured, nil
+	case devRun:
+		return []byte(DevWebhookSecret), SecretDev, nil
+	case c.WebhookSecret == "":
+		return nil, "", fmt.Errorf("WEBHOOK_SECRET is empty or not set: set it to the payment provider's webhook signing secret "+
+			"(or, for a development run, set %s=1 to use the documented dev secret)", DevVariable)
+	default:
+		return nil, "", fmt.Errorf("WEBHOOK_SECRET is the documented dev secret, which anyone can use to forge a payment: "+
+			"set the payment provider's webhook signing secret (or %s=1 for a development run)", DevVariable)
+	}
 }

@@ -26,7 +26,10 @@ func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	for _, name := range names {
 		if err := s.Ready[name](ctx); err != nil {
-			checks[name] = err.Error()
+			// The error names hosts and ports: the log gets it, the
+			// unauthenticated caller only which check failed.
+			s.Logger.WarnContext(r.Context(), "readiness check failed", "check", name, "err", err)
+			checks[name] = "unavailable"
 			status = http.StatusServiceUnavailable
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
@@ -32,44 +34,98 @@ var (
 )
 
 // problem is the one function that turns an error into an HTTP status. Client
-// mistakes get a 4xx naming the problem; anything unexpected is logged and
-// answered 500 without internals.
+// mistakes get a 4xx whose detail names the field and what to do, and nothing
+// else: never the chain of calls that led there, an internal address, a
+// provider's raw answer or a Go type (publicDetail). Anything unexpected is
+// logged and answered 500 without internals.
 func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
-	p := Problem{Type: "about:blank", Detail: err.Error()}
+	p := Problem{Type: "about:blank"}
 	var br badRequest
 	var inFlight *payment.InFlightError
 	switch {
-	case errors.As(err, &br), errors.Is(err, webhook.ErrMalformed),
-		errors.Is(err, payment.ErrInvalidBody), errors.Is(err, payment.ErrKeyMissing):
-		p.Status, p.Title = http.StatusBadRequest, "Bad request"
-	case errors.Is(err, webhook.ErrSignatureMissing), errors.Is(err, webhook.ErrSignatureMalformed),
-		errors.Is(err, webhook.ErrSignatureExpired), errors.Is(err, webhook.ErrSignatureMismatch):
+	case errors.As(err, &br):
+		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", br.msg
+	case errors.Is(err, webhook.ErrMalformed):
+		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, webhook.ErrMalformed)
+	case errors.Is(err, payment.ErrInvalidBody):
+		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, payment.ErrInvalidBody)
+	case errors.Is(err, payment.ErrKeyMissing):
+		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, payment.ErrKeyMissing)
+	case signatureError(err) != nil:
 		p.Status, p.Title = http.StatusUnauthorized, "Invalid webhook signature"
+		p.Detail = signatureError(err).Error() + `: send Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> made with the shared secret`
 	case errors.Is(err, order.ErrNotFound):
-		p.Status, p.Title = http.StatusNotFound, "Order not found"
+		p.Status, p.Title, p.Detail = http.StatusNotFound, "Order not found", "no order has this id"
 	case errors.Is(err, errRouteNotFound):
 		p.Status, p.Title = http.StatusNotFound, "Not found"
 	case errors.Is(err, errMethodNotAllowed):
 		p.Status, p.Title = http.StatusMethodNotAllowed, "Method not allowed"
 	case errors.As(err, &inFlight):
-		p.Status, p.Title = http.StatusConflict, "A request with this Idempotency-Key is in flight"
+		p.Status, p.Title, p.Detail = http.StatusConflict, "A request with this Idempotency-Key is in flight", inFlight.Error()
 		if inFlight.Order {
 			p.Title = "A charge of this order is in flight"
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(inFlight.RetryAfter.Seconds())))
 	case errors.Is(err, errBodyTooLarge):
 		p.Status, p.Title = http.StatusRequestEntityTooLarge, "Request body too large"
-	case errors.Is(err, webhook.ErrAmountMismatch), errors.Is(err, payment.ErrKeyMismatch):
-		p.Status, p.Title = http.StatusUnprocessableEntity, "Unprocessable request"
+	case errors.Is(err, webhook.ErrAmountMismatch):
+		p.Status, p.Title, p.Detail = http.StatusUnprocessableEntity, "Unprocessable request", publicDetail(err, webhook.ErrAmountMismatch)
+	case errors.Is(err, payment.ErrKeyMismatch):
+		p.Status, p.Title, p.Detail = http.StatusUnprocessableEntity, "Unprocessable request", payment.ErrKeyMismatch.Error()+
+			": use a new key for a new request"
 	case errors.Is(err, payment.ErrGatewayUnavailable):
+		// The cause (the gateway's address, its raw answer) is ours to log,
+		// not the client's to read.
+		s.Logger.WarnContext(r.Context(), "payment gateway unavailable", "path", r.URL.Path, "err", err)
 		p.Status, p.Title = http.StatusBadGateway, "Payment gateway unavailable, retry with the same Idempotency-Key"
+		p.Detail = "the payment gateway gave no definitive answer; nothing was stored under your key, so a retry with the same key runs again and cannot charge twice"
 	default:
 		s.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		p.Status, p.Title, p.Detail = http.StatusInternalServerError, "Internal server error", ""
+		p.Status, p.Title = http.StatusInternalServerError, "Internal server error"
 	}
+	p.Detail = truncate(p.Detail, maxDetail)
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// signatureError is the signature sentinel in err's chain, or nil.
+func signatureError(err error) error {
+	for _, sentinel := range []error{webhook.ErrSignatureMissing, webhook.ErrSignatureMalformed,
+		webhook.ErrSignatureExpired, webhook.ErrSignatureMismatch} {
+		if errors.Is(err, sentinel) {
+			return sentinel
+		}
+	}
+	return nil
+}
+
+// maxDetail bounds a problem's detail: whatever input it quotes, the answer
+// stays small.
+const maxDetail = 300
+
+// publicDetail is the part of err's message from sentinel on: the sentinel's
+// own text and the reason wrapped after it ("invalid request body: field
+// ... must be ..."), without the calls that wrapped it on the way up
+// ("claim idempotency key for order ...: ").
+func publicDetail(err, sentinel error) string {
+	msg, want := err.Error(), sentinel.Error()
+	if i := strings.Index(msg, want); i >= 0 {
+		return msg[i:]
+	}
+	return want
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // writeJSON writes v with status.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/childproc"
+	"github.com/orderpaid/orderpaid/internal/config"
 	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/postgres"
 )
@@ -131,6 +132,8 @@ func (s *Stage) env(override map[string]string) []string {
 		"FAKES_URL":        s.FakesURL(),
 		"WEBHOOK_URL":      s.APIURL() + "/webhooks/payments",
 		"SHUTDOWN_TIMEOUT": "5s",
+		// A lab run: the api accepts the documented dev secret.
+		config.DevVariable: "1",
 	}
 	if s.cfg.Broker != "postgres" {
 		// RabbitMQ and NATS are shared by every scenario: each gets its own
