@@ -21,9 +21,12 @@ SELECT
       WHERE t.order_id = $1::uuid AND t.to_status = 'paid')          AS paid,
     (SELECT count(*) FROM ledger_entries l
       WHERE l.order_id = $1::uuid AND l.entry_type = 'affiliate_commission') AS commission,
+    -- o.order_id is the envelope's order id as a column, indexed (migration
+    -- 00008): the outbox keeps 30 days of rows, and this reads only the
+    -- order's own.
     (SELECT count(*) FROM watermill_outbox o
-      WHERE o.payload ->> 'destination_topic' = 'order_confirmed'
-        AND o.payload -> 'metadata' ->> 'order_id' = $1::uuid::text
+      WHERE o.order_id = $1::uuid
+        AND o.payload ->> 'destination_topic' = 'order_confirmed'
         -- an operator's replay (orderpaid reprocess) is not the flow enqueuing again
         AND o.payload -> 'metadata' ->> 'replayed_by' IS NULL)                      AS confirmation_enqueued,
     (SELECT count(*) FROM consumer_inbox i
@@ -36,22 +39,29 @@ SELECT
     -- Distinct gateway charge ids the service was told of, for the same reason:
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
-      WHERE c.order_id = $1::uuid AND c.charge_id IS NOT NULL)        AS charges
+      WHERE c.order_id = $1::uuid AND c.charge_id IS NOT NULL)        AS charges,
+    -- The counts above whose evidence retention has removed rows of, for
+    -- this order (audit_cleaned, written by the retention deletes): those
+    -- counts are what is left, not what happened.
+    ARRAY(SELECT a.evidence FROM audit_cleaned a
+          WHERE a.order_id = $1::uuid ORDER BY a.evidence)::text[]    AS cleaned
 `
 
 type AuditOrderRow struct {
-	ExecutionsOrderPaid      int64 `json:"executions_order_paid"`
-	ExecutionsOrderConfirmed int64 `json:"executions_order_confirmed"`
-	Paid                     int64 `json:"paid"`
-	Commission               int64 `json:"commission"`
-	ConfirmationEnqueued     int64 `json:"confirmation_enqueued"`
-	ConfirmationDelivered    int64 `json:"confirmation_delivered"`
-	NotificationSent         int64 `json:"notification_sent"`
-	Charges                  int64 `json:"charges"`
+	ExecutionsOrderPaid      int64    `json:"executions_order_paid"`
+	ExecutionsOrderConfirmed int64    `json:"executions_order_confirmed"`
+	Paid                     int64    `json:"paid"`
+	Commission               int64    `json:"commission"`
+	ConfirmationEnqueued     int64    `json:"confirmation_enqueued"`
+	ConfirmationDelivered    int64    `json:"confirmation_delivered"`
+	NotificationSent         int64    `json:"notification_sent"`
+	Charges                  int64    `json:"charges"`
+	Cleaned                  []string `json:"cleaned"`
 }
 
 // Executions versus effects for one order. Executions count handler runs;
-// every effect column counts what was really applied.
+// every effect column counts what was really applied. Every count reads an
+// index by order id: anyone may call the audit.
 func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrderRow, error) {
 	row := q.db.QueryRow(ctx, auditOrder, orderID)
 	var i AuditOrderRow
@@ -64,6 +74,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.ConfirmationDelivered,
 		&i.NotificationSent,
 		&i.Charges,
+		&i.Cleaned,
 	)
 	return i, err
 }

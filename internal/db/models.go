@@ -11,6 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type AuditCleaned struct {
+	OrderID   uuid.UUID `json:"order_id"`
+	Evidence  string    `json:"evidence"`
+	CleanedAt time.Time `json:"cleaned_at"`
+}
+
 type ConsumerInbox struct {
 	Consumer    string        `json:"consumer"`
 	MessageID   string        `json:"message_id"`
@@ -127,6 +133,8 @@ type WatermillOutbox struct {
 	Payload       []byte           `json:"payload"`
 	Metadata      []byte           `json:"metadata"`
 	TransactionID pgtype.Uint64    `json:"transaction_id"`
+	OrderID       uuid.NullUUID    `json:"order_id"`
+	MessageID     pgtype.Text      `json:"message_id"`
 }
 
 type WebhookInbox struct {

@@ -50,7 +50,7 @@ func (q *Queries) OutboxBacklog(ctx context.Context) (int64, error) {
 const outboxFindByMessageID = `-- name: OutboxFindByMessageID :one
 SELECT payload::text AS envelope, created_at
 FROM watermill_outbox
-WHERE payload ->> 'uuid' = $1::text
+WHERE message_id = $1::text
 ORDER BY "offset" DESC
 LIMIT 1
 `
@@ -61,7 +61,8 @@ type OutboxFindByMessageIDRow struct {
 }
 
 // The newest outbox envelope carrying message id $1 (the id of the message
-// inside the envelope, which is what consumers and the audit see).
+// inside the envelope, which is what consumers and the audit see), through
+// the message id column and its index (migration 00008).
 func (q *Queries) OutboxFindByMessageID(ctx context.Context, messageID string) (OutboxFindByMessageIDRow, error) {
 	row := q.db.QueryRow(ctx, outboxFindByMessageID, messageID)
 	var i OutboxFindByMessageIDRow

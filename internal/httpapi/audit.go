@@ -11,10 +11,17 @@ import (
 // Audit is GET /orders/{id}/audit: how often each handler ran for the order
 // (executions) against what was really applied (effects). However large the
 // executions, after a correct run every effect is 0 or 1.
+//
+// Cleaned names the counts whose evidence retention has removed rows of for
+// this order (internal/retention): "executions" (both handlers' runs),
+// "confirmation_enqueued", "confirmation_delivered". Such a count is what is
+// left, not what happened: a 0 there does not say the e-mail was not sent.
+// Always present, empty when nothing was cleaned.
 type Audit struct {
 	OrderID    uuid.UUID        `json:"order_id"`
 	Executions map[string]int64 `json:"executions"`
 	Effects    map[string]int64 `json:"effects"`
+	Cleaned    []string         `json:"cleaned"`
 }
 
 func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
@@ -46,5 +53,6 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			"notification_sent":      a.NotificationSent,
 			"charges":                a.Charges,
 		},
+		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})
 }

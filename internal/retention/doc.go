@@ -43,4 +43,19 @@
 //
 // The execution log is evidence for the audit endpoint and the scenarios,
 // never read by a guard; it is kept for ExecutionWindow (30 days).
+//
+// # What the audit says once evidence is gone
+//
+// Three counts of GET /orders/{id}/audit read tables this package cleans:
+// executions (the execution log), confirmation_enqueued (the outbox) and
+// confirmation_delivered (the order_confirmed consumer inbox). Once their
+// rows are gone they read 0 for an order whose e-mail was sent. So each
+// DELETE notes, in the same statement, every order it removed such a row of
+// in audit_cleaned (order id, evidence), and the audit lists them under
+// "cleaned": those counts are what is left, not what happened. The note is
+// exact (an order whose rows were not removed is never listed) and atomic
+// with the delete: a crash cannot remove rows without the note. Rows the
+// audit does not count (an order_paid outbox row, an operator's replay, a
+// row without an order) leave no note. audit_cleaned is never cleaned: at
+// most three small rows per order, like the effect tables it stands beside.
 package retention

@@ -1,6 +1,7 @@
 -- name: AuditOrder :one
 -- Executions versus effects for one order. Executions count handler runs;
--- every effect column counts what was really applied.
+-- every effect column counts what was really applied. Every count reads an
+-- index by order id: anyone may call the audit.
 SELECT
     (SELECT count(*) FROM executions e
       WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_paid')      AS executions_order_paid,
@@ -10,9 +11,12 @@ SELECT
       WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'paid')          AS paid,
     (SELECT count(*) FROM ledger_entries l
       WHERE l.order_id = sqlc.arg(order_id)::uuid AND l.entry_type = 'affiliate_commission') AS commission,
+    -- o.order_id is the envelope's order id as a column, indexed (migration
+    -- 00008): the outbox keeps 30 days of rows, and this reads only the
+    -- order's own.
     (SELECT count(*) FROM watermill_outbox o
-      WHERE o.payload ->> 'destination_topic' = 'order_confirmed'
-        AND o.payload -> 'metadata' ->> 'order_id' = sqlc.arg(order_id)::uuid::text
+      WHERE o.order_id = sqlc.arg(order_id)::uuid
+        AND o.payload ->> 'destination_topic' = 'order_confirmed'
         -- an operator's replay (orderpaid reprocess) is not the flow enqueuing again
         AND o.payload -> 'metadata' ->> 'replayed_by' IS NULL)                      AS confirmation_enqueued,
     (SELECT count(*) FROM consumer_inbox i
@@ -25,4 +29,9 @@ SELECT
     -- Distinct gateway charge ids the service was told of, for the same reason:
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
-      WHERE c.order_id = sqlc.arg(order_id)::uuid AND c.charge_id IS NOT NULL)        AS charges;
+      WHERE c.order_id = sqlc.arg(order_id)::uuid AND c.charge_id IS NOT NULL)        AS charges,
+    -- The counts above whose evidence retention has removed rows of, for
+    -- this order (audit_cleaned, written by the retention deletes): those
+    -- counts are what is left, not what happened.
+    ARRAY(SELECT a.evidence FROM audit_cleaned a
+          WHERE a.order_id = sqlc.arg(order_id)::uuid ORDER BY a.evidence)::text[]    AS cleaned;

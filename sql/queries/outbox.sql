@@ -1,9 +1,10 @@
 -- name: OutboxFindByMessageID :one
 -- The newest outbox envelope carrying message id $1 (the id of the message
--- inside the envelope, which is what consumers and the audit see).
+-- inside the envelope, which is what consumers and the audit see), through
+-- the message id column and its index (migration 00008).
 SELECT payload::text AS envelope, created_at
 FROM watermill_outbox
-WHERE payload ->> 'uuid' = sqlc.arg(message_id)::text
+WHERE message_id = sqlc.arg(message_id)::text
 ORDER BY "offset" DESC
 LIMIT 1;
 
