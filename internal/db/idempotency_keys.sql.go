@@ -107,30 +107,6 @@ func (q *Queries) IdempotencyKeyInsert(ctx context.Context, arg IdempotencyKeyIn
 	return result.RowsAffected(), nil
 }
 
-const idempotencyKeyOrderCharged = `-- name: IdempotencyKeyOrderCharged :one
-SELECT EXISTS (
-    SELECT 1 FROM idempotency_keys
-    WHERE order_id = $1 AND key <> $2
-      AND response_status = $3::integer
-)
-`
-
-type IdempotencyKeyOrderChargedParams struct {
-	OrderID       uuid.UUID `json:"order_id"`
-	Key           string    `json:"key"`
-	ChargedStatus int32     `json:"charged_status"`
-}
-
-// Whether another key already stored a successful charge for this order: the
-// customer has paid even if the gateway's webhook has not marked the order
-// paid yet.
-func (q *Queries) IdempotencyKeyOrderCharged(ctx context.Context, arg IdempotencyKeyOrderChargedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, idempotencyKeyOrderCharged, arg.OrderID, arg.Key, arg.ChargedStatus)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const idempotencyKeyRecover = `-- name: IdempotencyKeyRecover :execrows
 UPDATE idempotency_keys
 SET locked_until = $1

@@ -30,13 +30,3 @@ WHERE scope = $1 AND key = $2 AND completed_at IS NULL;
 -- name: IdempotencyKeyDeleteOlderThan :execrows
 DELETE FROM idempotency_keys
 WHERE created_at < $1 AND completed_at IS NOT NULL;
-
--- name: IdempotencyKeyOrderCharged :one
--- Whether another key already stored a successful charge for this order: the
--- customer has paid even if the gateway's webhook has not marked the order
--- paid yet.
-SELECT EXISTS (
-    SELECT 1 FROM idempotency_keys
-    WHERE order_id = sqlc.arg(order_id) AND key <> sqlc.arg(key)
-      AND response_status = sqlc.arg(charged_status)::integer
-);
