@@ -13,7 +13,8 @@ const (
 	// AlreadyApplied: the effect existed before this attempt; nothing was done.
 	AlreadyApplied Outcome = "already_applied"
 	// NotApplicable: the effect does not exist for this input (an order with
-	// no affiliate earns no commission).
+	// no affiliate, or whose commission rounds down to 0 cents, earns no
+	// commission). Nothing is written.
 	NotApplicable Outcome = "not_applicable"
 )
 

@@ -46,8 +46,14 @@ func ReleaseCommission(ctx context.Context, q *db.Queries, o db.Order, messageID
 // ReleaseCommissionKeyedBy inserts the commission under an explicit key. Only
 // ReleaseCommission (business key) is correct; the scenarios pass a key made
 // from the delivery to show the double credit that mistake causes.
+//
+// An order without an affiliate earns no commission, and neither does one
+// whose commission rounds down to 0 cents (under 10 cents at 10%): both
+// answer NotApplicable and write no row. A 0-cent row would credit nothing
+// yet count as a commission released, in the audit and in every check that
+// wants one ledger row per paid order with an affiliate.
 func ReleaseCommissionKeyedBy(ctx context.Context, q *db.Queries, o db.Order, messageID, key string) (effect.Outcome, error) {
-	if !o.AffiliateID.Valid {
+	if !o.AffiliateID.Valid || Commission(o.AmountCents) == 0 {
 		return effect.NotApplicable, nil
 	}
 	n, err := q.LedgerEntryInsert(ctx, db.LedgerEntryInsertParams{
