@@ -1,15 +1,18 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/strictjson"
 )
 
 // maxJSONBody bounds every JSON request body.
@@ -28,22 +31,69 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// decodeStrict parses body into v, refusing unknown fields and trailing data,
-// with an error that names the offending field.
+// decodeStrict parses body into v with strictjson.Decode: member names
+// exactly as v's json tags and each once, valid UTF-8 and no NUL in strings,
+// nothing after the object. A refusal is a badRequest naming the field.
 func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return badRequest{fmt.Sprintf("field %q has the wrong type (want %s)", typeErr.Field, typeErr.Type)}
-		}
-		return badRequest{fmt.Sprintf("malformed JSON: %v", err)}
-	}
-	if dec.More() {
-		return badRequest{"malformed JSON: trailing data after the object"}
+	if err := strictjson.Decode(body, v); err != nil {
+		return badRequest{err.Error()}
 	}
 	return nil
+}
+
+// What requireJSON does with a request that has no Content-Type.
+const (
+	untypedRefused    = false
+	untypedReadAsJSON = true
+)
+
+// errUnsupportedMediaType: the request's body is declared as something other
+// than JSON.
+var errUnsupportedMediaType = errors.New(`send the body as JSON, with "Content-Type: application/json"`)
+
+// requireJSON refuses with 415 a request whose Content-Type is not
+// application/json (parameters such as charset=utf-8 are fine; a charset
+// other than UTF-8 is not, JSON is UTF-8). When untypedOK, a request without
+// Content-Type passes and its body is read as JSON.
+//
+// A browser sends text/plain, form types or no type at all (a Blob body)
+// cross-site without asking first (a CORS "simple request"); it must ask
+// (preflight) for application/json. So on a route that needs no other
+// header, such as POST /orders, insisting on application/json is what keeps
+// any web page from creating orders in a visitor's browser.
+func requireJSON(untypedOK bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ct := r.Header.Get("Content-Type")
+			if ct == "" && untypedOK || isJSON(ct) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			unsupportedMediaType(w)
+		})
+	}
+}
+
+// isJSON reports whether a Content-Type value is application/json.
+func isJSON(contentType string) bool {
+	mediaType, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mediaType != "application/json" {
+		return false
+	}
+	charset, ok := params["charset"]
+	return !ok || strings.EqualFold(charset, "utf-8")
+}
+
+// unsupportedMediaType answers 415 as a problem, with Accept naming the one
+// media type this API reads (RFC 9110, section 15.5.16).
+func unsupportedMediaType(w http.ResponseWriter) {
+	w.Header().Set("Accept", "application/json")
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusUnsupportedMediaType)
+	_ = json.NewEncoder(w).Encode(Problem{
+		Type: "about:blank", Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
+		Detail: errUnsupportedMediaType.Error(),
+	})
 }
 
 // orderID reads the {id} URL parameter.

@@ -3,9 +3,12 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"regexp"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/bojanz/currency"
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/db"
@@ -19,20 +22,49 @@ type orderCreateRequest struct {
 	Currency    string `json:"currency"`
 }
 
-var currencyRe = regexp.MustCompile(`^[A-Z]{3}$`)
+// maxIDLength bounds customer_id and affiliate_id, in characters.
+const maxIDLength = 200
 
 func (req orderCreateRequest) validate() error {
+	if err := checkID("customer_id", req.CustomerID); err != nil {
+		return err
+	}
+	if req.AffiliateID != "" { // optional: no affiliate, no commission
+		if err := checkID("affiliate_id", req.AffiliateID); err != nil {
+			return err
+		}
+	}
 	switch {
-	case req.CustomerID == "" || len(req.CustomerID) > 200:
-		return badRequest{`field "customer_id" is required (at most 200 characters)`}
-	case len(req.AffiliateID) > 200:
-		return badRequest{`field "affiliate_id" is at most 200 characters`}
 	case req.AmountCents <= 0 || req.AmountCents > 1_000_000_000_00:
 		return badRequest{`field "amount_cents" must be a positive integer (at most 100000000000)`}
-	case !currencyRe.MatchString(req.Currency):
-		return badRequest{fmt.Sprintf(`field "currency" must be an ISO 4217 code such as "BRL", got %q`, req.Currency)}
+	case !validCurrency(req.Currency):
+		return badRequest{`field "currency" must be an ISO 4217 currency code in capitals, such as "BRL", "USD" or "EUR"`}
 	}
 	return nil
+}
+
+// checkID refuses an id that is missing, too long, blank or holds control
+// characters: "  " or "c1\n" would be stored as a customer nobody can name.
+// (NUL and invalid UTF-8 never get here: strictjson refuses them.)
+func checkID(field, id string) error {
+	switch {
+	case id == "" || utf8.RuneCountInString(id) > maxIDLength:
+		return badRequest{fmt.Sprintf("field %q is required (1 to %d characters)", field, maxIDLength)}
+	case strings.TrimSpace(id) == "":
+		return badRequest{fmt.Sprintf("field %q must not be blank", field)}
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return badRequest{fmt.Sprintf("field %q must not contain control characters", field)}
+	}
+	return nil
+}
+
+// validCurrency reports whether code is a current ISO 4217 code, exactly as
+// the standard spells it, from the list the currency package keeps (the ISO
+// 4217 list and CLDR). Withdrawn codes (HRK, VEF) are refused, and so are
+// XXX ("no currency") and XTS (reserved for testing): an order is paid in
+// money, and neither names any. A regexp cannot tell BRL from ZZZ.
+func validCurrency(code string) bool {
+	return code != "" && currency.IsValid(code) // IsValid takes "" as valid
 }
 
 // orderResponse is the public shape of an order.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -12,14 +13,20 @@ func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(nameSpanByRoute, middleware.Recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errRouteNotFound) })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.problem(w, r, errMethodNotAllowed) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowedMethods(r, req), ", ")) // a 405 must say what is allowed (RFC 9110)
+		s.problem(w, req, errMethodNotAllowed)
+	})
 
-	r.Post("/orders", s.handleOrderCreate)
+	r.With(requireJSON(untypedRefused)).Post("/orders", s.handleOrderCreate)
 	order := r.With(withOrderID) // order.id on the spans of these requests
 	order.Get("/orders/{id}", s.handleOrderGet)
 	order.Get("/orders/{id}/audit", s.handleOrderAudit)
-	order.Post("/orders/{id}/payments", s.handlePaymentCreate)
-	r.Post("/webhooks/payments", s.handleWebhook)
+	// A payment may come without Content-Type (its body may be empty); one that
+	// declares another type is refused. The Idempotency-Key header it needs
+	// already makes a browser ask first, so no page can send it cross-site.
+	order.With(requireJSON(untypedReadAsJSON)).Post("/orders/{id}/payments", s.handlePaymentCreate)
+	r.Post("/webhooks/payments", s.handleWebhook) // Content-Type not checked: see handleWebhook
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
@@ -27,4 +34,21 @@ func (s *server) routes() http.Handler {
 		r.Method(http.MethodGet, "/metrics", s.Telemetry.MetricsHandler)
 	}
 	return s.instrument(r)
+}
+
+// allowedMethods lists the methods routes serves at req's path, for the Allow
+// header of a 405.
+func allowedMethods(routes chi.Routes, req *http.Request) []string {
+	path := req.URL.RawPath
+	if path == "" {
+		path = req.URL.Path
+	}
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }

@@ -1,13 +1,14 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/strictjson"
 )
 
 // MaxBodyBytes is the largest webhook body accepted; larger ones get 413.
@@ -34,21 +35,20 @@ type EventData struct {
 	ChargeID    string    `json:"charge_id,omitempty"`
 }
 
-// Parse decodes an event strictly: unknown fields, trailing data and missing
-// fields are errors, because a webhook we half-understand must not move money.
+// Parse decodes an event strictly (strictjson.Decode): member names exactly
+// as below and each once, valid UTF-8, no NUL, nothing after the object,
+// because a webhook we half-understand must not move money. {"id":"evt_ok",
+// "ID":"evt_other"} is refused, not taken as evt_other. Every error wraps
+// ErrMalformed and names the field.
 func Parse(body []byte) (Event, error) {
 	var e Event
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, describeJSONError(err))
-	}
-	if dec.More() {
-		return Event{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	if err := strictjson.Decode(body, &e); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	switch {
-	case !strings.HasPrefix(e.ID, "evt_") || len(e.ID) > 255:
-		return Event{}, fmt.Errorf("%w: field \"id\" must start with evt_ (at most 255 characters)", ErrMalformed)
+	case !validEventID(e.ID):
+		return Event{}, fmt.Errorf("%w: field \"id\" must be evt_ followed by the provider's id, without spaces or control characters (at most %d bytes)",
+			ErrMalformed, maxEventIDLength)
 	case e.Type == "":
 		return Event{}, fmt.Errorf("%w: field \"type\" is required", ErrMalformed)
 	case e.Type == EventPaymentSucceeded && e.Data.OrderID == uuid.Nil:
@@ -59,10 +59,21 @@ func Parse(body []byte) (Event, error) {
 	return e, nil
 }
 
-func describeJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %q has the wrong type (want %s)", typeErr.Field, typeErr.Type)
+// maxEventIDLength bounds the event id, in bytes.
+const maxEventIDLength = 255
+
+// validEventID reports whether id is the inbox's key of a provider event:
+// "evt_" and at least one more character, none of them a space or a control
+// character. An id of spaces, or "evt_" alone, names no event.
+func validEventID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "evt_")
+	if !ok || rest == "" || len(id) > maxEventIDLength {
+		return false
 	}
-	return err.Error()
+	for _, r := range rest {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }

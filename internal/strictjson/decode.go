@@ -1,0 +1,299 @@
+package strictjson
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Error is a refused body. Field is the JSON path of the member at fault
+// ("data.order_id"), empty when the body as a whole is; Reason says what is
+// wrong with it in words a client can act on.
+type Error struct {
+	Field  string
+	Reason string
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("field %q %s", e.Field, e.Reason)
+}
+
+// Decode parses body, which must be exactly one JSON object, into v, a
+// pointer to a struct. Member names must be exactly the struct's json names
+// (at every level of nesting), and Decode refuses, naming the field:
+//
+//   - a member that is not a field of v, or differs from one only in case;
+//   - a member that appears twice in one object;
+//   - a string that is not valid UTF-8, raw or as a lone \u surrogate escape;
+//   - a string holding NUL (\u0000);
+//   - a value of the wrong JSON type, or one its Go type cannot parse (a
+//     malformed UUID);
+//
+// and a body that is not one object, or has anything but whitespace after
+// it. Every error is an *Error.
+func Decode(body []byte, v any) error {
+	if err := check(body, deref(reflect.TypeOf(v))); err != nil {
+		return err
+	}
+	// The body is now known to name only v's fields, exactly and once, so
+	// encoding/json's case-insensitive matching has nothing left to guess.
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return &Error{Field: typeErr.Field, Reason: "must be " + describe(typeErr.Type)}
+		}
+		return &Error{Reason: "the body could not be decoded; send one JSON object"}
+	}
+	return nil
+}
+
+// check walks body token by token along t, the type it is decoded into.
+func check(body []byte, t reflect.Type) error {
+	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
+	w.dec.UseNumber()
+	if tok, err := w.dec.Token(); err != nil || tok != json.Delim('{') {
+		return &Error{Reason: "the body must be a JSON object"}
+	}
+	if err := w.object("", t); err != nil {
+		return err
+	}
+	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
+		return &Error{Reason: "unexpected data after the JSON object"}
+	}
+	return nil
+}
+
+// walker reads one body's tokens; body is there to look at each token's raw
+// bytes, which encoding/json has already cleaned up in the token itself.
+type walker struct {
+	dec  *json.Decoder
+	body []byte
+}
+
+// token reads the next token and checks its raw text. path names the value
+// read in errors, or the object whose member name is read (name set).
+func (w *walker) token(path string, name bool) (json.Token, error) {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	if _, ok := tok.(string); !ok {
+		return tok, nil
+	}
+	// Between tokens there are only separators and whitespace, so the raw
+	// span of a string token can be checked as it stands.
+	reason := checkString(w.body[start:w.dec.InputOffset()])
+	switch {
+	case reason == "":
+		return tok, nil
+	case !name:
+		return nil, &Error{Field: path, Reason: reason}
+	case path == "":
+		return nil, &Error{Reason: "a field name " + reason}
+	default:
+		return nil, &Error{Field: path, Reason: "has a field name that " + reason}
+	}
+}
+
+// value checks the value at path, decoded into t (nil: any JSON).
+func (w *walker) value(path string, t reflect.Type) error {
+	tok, err := w.token(path, false)
+	if err != nil {
+		return err
+	}
+	t = deref(t)
+	switch tok {
+	case json.Delim('{'):
+		return w.object(path, t)
+	case json.Delim('['):
+		return w.array(path, t)
+	}
+	if s, ok := tok.(string); ok && t != nil && reflect.PointerTo(t).Implements(textUnmarshaler) {
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return &Error{Field: path, Reason: fmt.Sprintf("has an invalid value (%v)", err)}
+		}
+	}
+	return nil
+}
+
+// object checks the members of an object whose '{' was just read.
+func (w *walker) object(path string, t reflect.Type) error {
+	fields := fieldsOf(t)
+	seen := map[string]bool{}
+	for w.dec.More() {
+		tok, err := w.token(path, true)
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		member := join(path, name)
+		if seen[name] {
+			return &Error{Field: member, Reason: "appears more than once; send it once"}
+		}
+		seen[name] = true
+		var elem reflect.Type
+		switch {
+		case fields != nil:
+			ft, ok := fields[name]
+			if !ok {
+				return &Error{Field: member, Reason: "is unknown (names are matched exactly, case included)"}
+			}
+			elem = ft
+		case t != nil && t.Kind() == reflect.Map:
+			elem = t.Elem()
+		}
+		if err := w.value(member, elem); err != nil {
+			return err
+		}
+	}
+	_, err := w.token(path, false) // '}'
+	return err
+}
+
+// array checks the elements of an array whose '[' was just read.
+func (w *walker) array(path string, t reflect.Type) error {
+	var elem reflect.Type
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		elem = t.Elem()
+	}
+	for i := 0; w.dec.More(); i++ {
+		if err := w.value(fmt.Sprintf("%s[%d]", path, i), elem); err != nil {
+			return err
+		}
+	}
+	_, err := w.token(path, false) // ']'
+	return err
+}
+
+// checkString says what is wrong with the raw text of one string token, if
+// anything: invalid UTF-8, an escaped lone surrogate, or NUL.
+func checkString(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "is not valid UTF-8"
+	}
+	for i := 0; i < len(raw)-1; i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character: a second backslash is skipped with it
+		if raw[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(raw, i+1)
+		i += 4
+		switch {
+		case !ok:
+			return "has a malformed \\u escape"
+		case r == 0:
+			return "contains a NUL character (\\u0000); remove it"
+		case utf16.IsSurrogate(r):
+			low, ok := rune(0), i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u'
+			if ok {
+				low, ok = hex4(raw, i+3)
+			}
+			if r >= 0xdc00 || !ok || utf16.DecodeRune(r, low) == utf8.RuneError {
+				return "is not valid UTF-8 (a \\u escape of half a UTF-16 surrogate pair)"
+			}
+			i += 6
+		}
+	}
+	return ""
+}
+
+// hex4 reads the 4 hex digits at raw[i:].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 32)
+	return rune(n), err == nil
+}
+
+func syntaxError(err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return &Error{Reason: fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, syntax)}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Reason: "malformed JSON: the body ends before the object does"}
+	}
+	return &Error{Reason: "malformed JSON"}
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// fieldsOf maps the json names of struct type t to their types, as
+// encoding/json sees them (the fields of an untagged embedded struct are
+// promoted); nil when t is not a struct decoded member by member.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct:
+			maps.Copy(fields, fieldsOf(deref(f.Type)))
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// describe names the JSON a Go type takes, without naming the Go type.
+func describe(t reflect.Type) string {
+	t = deref(t)
+	switch {
+	case reflect.PointerTo(t).Implements(textUnmarshaler):
+		return "a string"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "an integer within range"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
