@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ var errUnsupportedMediaType = errors.New(`send the body as JSON, with "Content-T
 // (preflight) for application/json. So on a route that needs no other
 // header, such as POST /orders, insisting on application/json is what keeps
 // any web page from creating orders in a visitor's browser.
-func requireJSON(untypedOK bool) func(http.Handler) http.Handler {
+func (s *server) requireJSON(untypedOK bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ct := r.Header.Get("Content-Type")
@@ -69,7 +68,7 @@ func requireJSON(untypedOK bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			unsupportedMediaType(w)
+			s.problem(w, r, errUnsupportedMediaType)
 		})
 	}
 }
@@ -82,18 +81,6 @@ func isJSON(contentType string) bool {
 	}
 	charset, ok := params["charset"]
 	return !ok || strings.EqualFold(charset, "utf-8")
-}
-
-// unsupportedMediaType answers 415 as a problem, with Accept naming the one
-// media type this API reads (RFC 9110, section 15.5.16).
-func unsupportedMediaType(w http.ResponseWriter) {
-	w.Header().Set("Accept", "application/json")
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(http.StatusUnsupportedMediaType)
-	_ = json.NewEncoder(w).Encode(Problem{
-		Type: "about:blank", Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-		Detail: errUnsupportedMediaType.Error(),
-	})
 }
 
 // orderID reads the {id} URL parameter.

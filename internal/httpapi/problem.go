@@ -66,6 +66,10 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 			p.Title = "A charge of this order is in flight"
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(inFlight.RetryAfter.Seconds())))
+	case errors.Is(err, errUnsupportedMediaType):
+		// RFC 9110, section 15.5.16: Accept names the one media type read.
+		w.Header().Set("Accept", "application/json")
+		p.Status, p.Title, p.Detail = http.StatusUnsupportedMediaType, "Unsupported media type", errUnsupportedMediaType.Error()
 	case errors.Is(err, errBodyTooLarge):
 		p.Status, p.Title = http.StatusRequestEntityTooLarge, "Request body too large"
 	case errors.Is(err, webhook.ErrAmountMismatch):

@@ -18,14 +18,14 @@ func (s *server) routes() http.Handler {
 		s.problem(w, req, errMethodNotAllowed)
 	})
 
-	r.With(requireJSON(untypedRefused)).Post("/orders", s.handleOrderCreate)
+	r.With(s.requireJSON(untypedRefused)).Post("/orders", s.handleOrderCreate)
 	order := r.With(withOrderID) // order.id on the spans of these requests
 	order.Get("/orders/{id}", s.handleOrderGet)
 	order.Get("/orders/{id}/audit", s.handleOrderAudit)
 	// A payment may come without Content-Type (its body may be empty); one that
 	// declares another type is refused. The Idempotency-Key header it needs
 	// already makes a browser ask first, so no page can send it cross-site.
-	order.With(requireJSON(untypedReadAsJSON)).Post("/orders/{id}/payments", s.handlePaymentCreate)
+	order.With(s.requireJSON(untypedReadAsJSON)).Post("/orders/{id}/payments", s.handlePaymentCreate)
 	r.Post("/webhooks/payments", s.handleWebhook) // Content-Type not checked: see handleWebhook
 
 	r.Get("/healthz", s.handleHealthz)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/orderpaid/orderpaid/internal/strictjson"
 )
 
 // DefaultPaymentMethod is the payment method of a request whose body is
@@ -42,6 +44,11 @@ func DecodeBody(b []byte) (Body, error) {
 	}
 	if trimmed[0] != '{' {
 		return Body{}, invalidBody("the body must be a JSON object")
+	}
+	// Names exactly as spelt, each once, valid UTF-8 and no NUL: a second
+	// "payment_method" must not quietly win over the first.
+	if err := strictjson.Decode(trimmed, &Body{}); err != nil {
+		return Body{}, invalidBody("%v", err)
 	}
 	fields, err := decodeObject(trimmed)
 	if err != nil {

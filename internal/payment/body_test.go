@@ -21,15 +21,15 @@ func TestDecodeBody(t *testing.T) {
 		{name: "empty object takes the defaults", body: "{}", want: "pm_card"},
 		{name: "payment method", body: `{"payment_method":"pm_visa_4242"}`, want: "pm_visa_4242"},
 		{name: "whitespace around fields", body: "{ \"payment_method\" :\n\"pm_card\" }\n", want: "pm_card"},
-		{name: "number for a string", body: `{"payment_method":42}`, wantErr: "payment_method: must be a string"},
+		{name: "number for a string", body: `{"payment_method":42}`, wantErr: `field "payment_method" must be a string`},
 		{name: "null for a string", body: `{"payment_method":null}`, wantErr: "payment_method: must be a string"},
 		{name: "empty payment method", body: `{"payment_method":""}`, wantErr: "payment_method: must be pm_"},
 		{name: "payment method without prefix", body: `{"payment_method":"card"}`, wantErr: "payment_method: must be pm_"},
 		{name: "prefix alone", body: `{"payment_method":"pm_"}`, wantErr: "payment_method: must be pm_"},
 		{name: "space in payment method", body: `{"payment_method":"pm_a b"}`, wantErr: "payment_method: must be pm_"},
 		{name: "payment method too long", body: `{"payment_method":"pm_` + strings.Repeat("a", 62) + `"}`, wantErr: "payment_method: must be pm_"},
-		{name: "unknown field", body: `{"amount_cents":1}`, wantErr: `unknown field "amount_cents"`},
-		{name: "field names are exact", body: `{"Payment_Method":"pm_card"}`, wantErr: `unknown field "Payment_Method"`},
+		{name: "unknown field", body: `{"amount_cents":1}`, wantErr: `field "amount_cents" is unknown`},
+		{name: "field names are exact", body: `{"Payment_Method":"pm_card"}`, wantErr: `field "Payment_Method" is unknown (names are matched exactly`},
 		{name: "second object", body: `{}{}`, wantErr: "unexpected data after the JSON object"},
 		{name: "trailing garbage", body: `{"payment_method":"pm_card"} x`, wantErr: "unexpected data after the JSON object"},
 		{name: "array", body: `[]`, wantErr: "must be a JSON object"},
@@ -37,6 +37,8 @@ func TestDecodeBody(t *testing.T) {
 		{name: "string", body: `"pm_card"`, wantErr: "must be a JSON object"},
 		{name: "truncated", body: `{"payment_method":`, wantErr: "malformed JSON"},
 		{name: "syntax error", body: `{"payment_method" "pm_card"}`, wantErr: "malformed JSON at byte"},
+		{name: "a field twice: the second must not win", body: `{"payment_method":"pm_a","payment_method":"pm_b"}`, wantErr: "payment_method"},
+		{name: "invalid UTF-8", body: "{\"payment_method\":\"pm_\xff\"}", wantErr: "UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -27,7 +27,7 @@ func ExampleDecodeBody() {
 	// "" -> pm_card
 	// "{ \"payment_method\": \"pm_card\" }" -> pm_card
 	// "{\"payment_method\":\"pm_visa\"}" -> pm_visa
-	// "{\"paymentMethod\":\"pm_visa\"}" -> error: invalid request body: unknown field "paymentMethod"
+	// "{\"paymentMethod\":\"pm_visa\"}" -> error: invalid request body: field "paymentMethod" is unknown (names are matched exactly, case included)
 }
 
 // The gateway sees the customer and the client's key together, so a key
