@@ -27,6 +27,9 @@ func runRetention(e env) error {
 	if *batch < 1 || *batch > 100_000 {
 		return usageError{fmt.Errorf("retention: --batch %d: want 1 to 100000", *batch)}
 	}
+	if err := checkWindows(*inboxWindow, *execWindow, *outboxWindow, *interval); err != nil {
+		return usageError{fmt.Errorf("retention: %w", err)}
+	}
 	cfg, logger, err := loadConfig(e)
 	if err != nil {
 		return err
@@ -57,4 +60,26 @@ func runRetention(e env) error {
 	fmt.Fprintf(e.stdout, "retention: removed %d webhook inbox, %d consumer inbox, %d execution log, %d relayed outbox and %d consumed broker rows in %s\n",
 		r.WebhookInbox, r.ConsumerInbox, r.Executions, r.Outbox, r.BrokerMessages, time.Since(start).Round(time.Millisecond))
 	return err
+}
+
+// checkWindows refuses a duration flag that retention.Config would not take
+// as given: it reads a zero as "the default", so --interval 0 would run
+// hourly and --execution-window 0 keep 30 days, without a word. Each error
+// names the flag and the values it accepts.
+func checkWindows(inbox, execution, outbox, interval time.Duration) error {
+	if inbox < retention.MinInboxWindow {
+		return fmt.Errorf("--inbox-window %s: want at least %s, the time a provider may still redeliver a webhook (default %s)",
+			inbox, retention.MinInboxWindow, retention.DefaultInboxWindow)
+	}
+	if outbox < inbox {
+		return fmt.Errorf("--outbox-window %s: want at least --inbox-window (%s): the consumer inbox clean-up reads the outbox rows inside the inbox window (default %s)",
+			outbox, inbox, retention.DefaultOutboxWindow)
+	}
+	if execution <= 0 {
+		return fmt.Errorf("--execution-window %s: want a positive duration, such as %s (the default)", execution, retention.DefaultExecutionWindow)
+	}
+	if interval <= 0 {
+		return fmt.Errorf("--interval %s: want a positive duration, such as %s (the default)", interval, retention.DefaultInterval)
+	}
+	return nil
 }

@@ -48,9 +48,17 @@ func runAll(e env) error    { return serve(e, "all", process{api: true, worker: 
 // cancelled (SIGINT, SIGTERM), then shuts each part down gracefully.
 func serve(e env, name string, p process) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	faultSpec := fs.String("faults", "", "arm fault points, e.g. order_paid.after_mark_paid=error:1 (tests and scenarios only)")
-	withoutList := fs.String("without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
-	dedupe := fs.Bool("dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only)")
+	// The fakes have no guards and no fault points: there these flags would
+	// be accepted and mean nothing, so they are not defined.
+	var faultSpec, withoutList string
+	var dedupe bool
+	if p.api || p.worker {
+		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only)")
+		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
+	}
+	if p.worker {
+		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only)")
+	}
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
@@ -63,11 +71,11 @@ func serve(e env, name string, p process) error {
 		return err
 	}
 	defer flushTelemetry()
-	faults, err := faultpoint.Parse(*faultSpec, crashNow)
+	faults, err := faultpoint.Parse(faultSpec, faultPoints(), crashNow)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: --faults: %w", name, err)}
 	}
-	guards, err := guard.Without(*withoutList)
+	guards, err := guard.Without(withoutList)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: --without: %w", name, err)}
 	}
@@ -146,7 +154,7 @@ func serve(e env, name string, p process) error {
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: *dedupe, tel: tel, logger: logger, wmLogger: wmLogger}
+		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: dedupe, tel: tel, logger: logger, wmLogger: wmLogger}
 		if err := startWorker(ctx, g, w); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ package faultpoint
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,14 @@ func New(crash func()) *Set {
 // Parse arms points from a spec such as
 // "order_paid.after_mark_paid=error:1,order_confirmed.after_provider_call=crash".
 // The count after the colon is how many hits fire (default: every hit).
-func Parse(spec string, crash func()) (*Set, error) {
+//
+// known lists every point the code hits. A name not in it is refused: arming
+// a misspelt point would arm nothing, and the scenario or test that relies
+// on the fault would pass without it ever firing. The consumers' points are
+// declared above, others beside the code that hits them (payment's in
+// internal/payment), in packages this one must not import, so the caller
+// gathers the list (faultPoints in cmd/orderpaid).
+func Parse(spec string, known []string, crash func()) (*Set, error) {
 	s := New(crash)
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
@@ -69,6 +77,9 @@ func Parse(spec string, crash func()) (*Set, error) {
 		name, rest, ok := strings.Cut(item, "=")
 		if !ok {
 			return nil, fmt.Errorf("fault %q: want name=mode[:count]", item)
+		}
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("fault %q: unknown fault point %q: want one of %s", item, name, strings.Join(slices.Sorted(slices.Values(known)), ", "))
 		}
 		mode, count, _ := strings.Cut(rest, ":")
 		times := -1
