@@ -51,13 +51,14 @@ func serve(e env, name string, p process) error {
 	// The fakes have no guards and no fault points: there these flags would
 	// be accepted and mean nothing, so they are not defined.
 	var faultSpec, withoutList string
-	var dedupe bool
+	var dedupe, abandonBacklog bool
 	if p.api || p.worker {
 		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only)")
 		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
 	}
 	if p.worker {
 		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only)")
+		fs.BoolVar(&abandonBacklog, "abandon-postgres-backlog", false, "start on BROKER=amqp or nats although the postgres broker's tables hold unread messages; they are then never handled (see docs/operations.md)")
 	}
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
@@ -154,7 +155,7 @@ func serve(e env, name string, p process) error {
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: dedupe, tel: tel, logger: logger, wmLogger: wmLogger}
+		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: dedupe, abandonBacklog: abandonBacklog, tel: tel, logger: logger, wmLogger: wmLogger}
 		if err := startWorker(ctx, g, w); err != nil {
 			return err
 		}
@@ -179,6 +180,10 @@ type workerParts struct {
 	tel      *telemetry.Telemetry
 	logger   *slog.Logger
 	wmLogger watermill.LoggerAdapter
+
+	// abandonBacklog starts on another broker although the postgres
+	// broker's tables hold unread messages (--abandon-postgres-backlog).
+	abandonBacklog bool
 }
 
 // startWorker provisions the consumers' queues, then starts the relay and the
@@ -196,10 +201,14 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			"while messages are in its handlers, and they need more: set pool_max_conns to at least %d, or leave it out (default %d)",
 			size, b.Name, held, held+4, postgres.DefaultMaxConns)
 	}
-	for topic, group := range map[string]string{
+	consumed := map[string]string{
 		event.TopicOrderPaid:      worker.HandlerOrderPaid,
 		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
-	} {
+	}
+	if err := broker.RefuseStrandedMessages(ctx, cfg, pool, consumed, w.abandonBacklog, w.logger); err != nil {
+		return err
+	}
+	for topic, group := range consumed {
 		if err := b.Provision(topic, group); err != nil {
 			return err
 		}
