@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -107,8 +105,20 @@ func serve(e env, name string, p process) error {
 		}
 	}
 
+	// `all` (and `demo`, which runs it) is a dev run: the documented dev
+	// secret is accepted there without ORDERPAID_DEV. The fakes stand in for
+	// the provider and sign with whatever secret they are given.
+	secret, secretKind, err := cfg.WebhookSecretFor(name == "all" || !p.api)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", name, err)}
+	}
+	logger.Info("webhook secret", "kind", secretKind, "bytes", len(secret))
+	if secretKind == config.SecretDev && p.api {
+		logger.Warn("the api verifies webhooks with the documented dev secret: development only, anyone can forge a payment")
+	}
+
 	if p.fakes {
-		gw := fakes.NewGateway(fakes.GatewayConfig{WebhookURL: cfg.WebhookURL, WebhookSecret: []byte(cfg.WebhookSecret)})
+		gw := fakes.NewGateway(fakes.GatewayConfig{WebhookURL: cfg.WebhookURL, WebhookSecret: secret})
 		defer gw.Close()
 		serveHTTP(ctx, g, "fakes", fakesLn, fakes.New(gw, fakes.NewNotifier()), cfg.ShutdownTimeout, logger)
 		fmt.Fprintf(e.stdout, "fakes listening on http://%s\n", fakesLn.Addr())
@@ -132,7 +142,7 @@ func serve(e env, name string, p process) error {
 	defer b.Close()
 
 	if p.api {
-		ingestor := webhook.NewIngestor(pool, []byte(cfg.WebhookSecret)).WithMetrics(tel.Metrics)
+		ingestor := webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics)
 		if !guards.WebhookInbox {
 			ingestor = ingestor.WithoutInbox()
 		}
@@ -244,29 +254,6 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	g.Go(func() error { return relay.Run(ctx) })
 	g.Go(func() error { return router.Run(ctx) })
 	return nil
-}
-
-// serveHTTP serves h on ln until ctx is done, then shuts the server down with
-// its own timeout: the shutdown context is NOT the cancelled ctx, or in-flight
-// requests would be cut off at once.
-func serveHTTP(ctx context.Context, g *errgroup.Group, name string, ln net.Listener, h http.Handler, timeout time.Duration, logger *slog.Logger) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("%s server: %w", name, err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		logger.Info("shutting down", "server", name)
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("shut down %s server: %w", name, err)
-		}
-		return nil
-	})
 }
 
 func listen(addr, variable string) (net.Listener, error) {
