@@ -11,7 +11,7 @@
 
 # ---- build ------------------------------------------------------------------
 # Keep the Go minor version in step with the go directive in go.mod
-# (internal/config/dockerfile_test.go checks it). The golang images set
+# (internal/platform/config/dockerfile_test.go checks it). The golang images set
 # GOTOOLCHAIN=local, so an older builder would refuse to build, not download.
 FROM golang:1.26 AS build
 

@@ -15,7 +15,7 @@ if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; 
 
 step "sqlc: generated code matches sql/ (sqlc is built from scripts/tools/go.mod)"
 go tool -modfile=scripts/tools/go.mod sqlc diff || {
-  echo "internal/db is stale: run 'go tool -modfile=scripts/tools/go.mod sqlc generate' and commit"; exit 1; }
+  echo "internal/platform/queries is stale: run 'go tool -modfile=scripts/tools/go.mod sqlc generate' and commit"; exit 1; }
 
 step "go vet"
 go vet ./...
@@ -33,4 +33,4 @@ step "broker outage on RabbitMQ (stops and starts the local RabbitMQ app, so it 
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestBrokerDownAndBack/amqp' ./cmd/orderpaid
 
 step "soak with a PostgreSQL restart (restarts the local PostgreSQL, so it runs alone)"
-ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSoakUnderFaults' ./internal/soak
+ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSoakUnderFaults' ./internal/lab/soak

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/backfill"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/ops/backfill"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runBackfill(e env) error {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/orderpaid/orderpaid/internal/bench"
-	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/lab/bench"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // errTargetsMissed is returned by `bench --strict` when a target of issue 8
@@ -19,7 +19,7 @@ var errTargetsMissed = errors.New("bench: at least one target was not met (see t
 // runBench measures the pipeline with real processes: `orderpaid fakes`,
 // `orderpaid api` and `orderpaid worker` (this same binary) on a fresh
 // database per run, on the server of DATABASE_URL, whose role must be
-// allowed to create databases. See internal/bench and docs/performance.md.
+// allowed to create databases. See internal/lab/bench and docs/performance.md.
 func runBench(e env) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	brokerName := fs.String("broker", "", "postgres, amqp or nats (default: BROKER, else postgres)")

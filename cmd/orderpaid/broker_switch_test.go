@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/event"
-	"github.com/orderpaid/orderpaid/internal/postgres"
-	"github.com/orderpaid/orderpaid/internal/worker"
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 // Switching BROKER from postgres to amqp while the postgres broker's tables
@@ -51,7 +51,7 @@ func TestWorkerOnAnotherBrokerRefusesUnreadPostgresMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	for topic, group := range map[string]string{event.TopicOrderPaid: worker.HandlerOrderPaid, event.TopicOrderConfirmed: worker.HandlerOrderConfirmed} {
+	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
 		if err := pg.Provision(topic, group); err != nil {
 			t.Fatal(err)
 		}
@@ -59,26 +59,26 @@ func TestWorkerOnAnotherBrokerRefusesUnreadPostgresMessages(t *testing.T) {
 	for i := range n {
 		var o struct{ ID string }
 		call(t, "POST", st.api+"/orders", nil, map[string]any{"customer_id": "c1", "amount_cents": 1000 + i, "currency": "BRL"}, &o)
-		msg, err := event.NewOrderConfirmed(uuid.MustParse(o.ID))
+		msg, err := messages.NewOrderConfirmed(uuid.MustParse(o.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pg.Publisher.Publish(event.TopicOrderConfirmed, msg); err != nil {
+		if err := pg.Publisher.Publish(messages.TopicOrderConfirmed, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	// Without the check this worker starts and runs until the timeout (-1).
 	code, out := runBinary(t, onAMQP, 30*time.Second, "worker")
-	table := fmt.Sprintf("watermill_%s%s", prefix, event.TopicOrderConfirmed)
+	table := fmt.Sprintf("watermill_%s%s", prefix, messages.TopicOrderConfirmed)
 	if code != 1 || !strings.Contains(out, fmt.Sprintf("hold %d message(s) no consumer has read yet", n)) ||
-		!strings.Contains(out, fmt.Sprintf("%d in %s unread by %s", n, table, worker.HandlerOrderConfirmed)) ||
+		!strings.Contains(out, fmt.Sprintf("%d in %s unread by %s", n, table, consumer.HandlerOrderConfirmed)) ||
 		!strings.Contains(out, "--abandon-postgres-backlog") {
 		t.Fatalf("worker on amqp with %d unread confirmations in %s: exit %d, want 1 with the count, the table and the way out; output:\n%s", n, table, code, out)
 	}
 
 	// --abandon-postgres-backlog starts it anyway (the warning it logs is
-	// checked in internal/broker).
+	// checked in internal/platform/broker).
 	stopServing(t, startServing(t, onAMQP, "--abandon-postgres-backlog"))
 	var sent []map[string]any
 	if call(t, "GET", st.fakes+"/notifications", nil, nil, &sent); len(sent) != 0 {
@@ -90,11 +90,11 @@ func TestWorkerOnAnotherBrokerRefusesUnreadPostgresMessages(t *testing.T) {
 	eventually(t, 60*time.Second, "the stranded confirmations sent", func() (bool, string) {
 		var sent []map[string]any
 		call(t, "GET", st.fakes+"/notifications", nil, nil, &sent)
-		backlog, err := broker.PostgresBacklog(t.Context(), pool, prefix, map[string]string{event.TopicOrderConfirmed: worker.HandlerOrderConfirmed})
+		backlog, err := broker.PostgresBacklog(t.Context(), pool, prefix, map[string]string{messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(sent) == n && backlog[event.TopicOrderConfirmed] == 0, fmt.Sprintf("%d sent, %v unread", len(sent), backlog)
+		return len(sent) == n && backlog[messages.TopicOrderConfirmed] == 0, fmt.Sprintf("%d sent, %v unread", len(sent), backlog)
 	})
 	stopServing(t, drain)
 
@@ -144,7 +144,7 @@ func deleteAMQPTopology(t *testing.T, prefix string) {
 		return
 	}
 	defer conn.Close()
-	for topic, group := range map[string]string{event.TopicOrderPaid: worker.HandlerOrderPaid, event.TopicOrderConfirmed: worker.HandlerOrderConfirmed} {
+	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
 		ch, err := conn.Channel() // a failed delete closes its channel
 		if err != nil {
 			t.Logf("clean RabbitMQ up: %v", err)

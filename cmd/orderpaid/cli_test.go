@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
 // Every subcommand has -h, and every command-line mistake is a usageError

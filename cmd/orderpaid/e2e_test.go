@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
 // TestEndToEnd starts `orderpaid all` in-process on :0 against a fresh

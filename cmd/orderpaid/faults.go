@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/orderpaid/orderpaid/internal/faultpoint"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
 )
 
 // faultPoints lists every fault point --faults can arm: faultpoint.Parse

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/config"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // addrWatcher is the stdout of an in-process run: it remembers the

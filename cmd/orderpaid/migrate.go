@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runMigrate(e env) error {

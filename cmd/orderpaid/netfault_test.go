@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/netfault"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/lab/netfault"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // netStack is api and fakes in-process (startSplitStack) and a worker
@@ -172,10 +172,10 @@ func (ns *netStack) waitNotified(t *testing.T, n int) {
 
 // audits reads the audit of every order in SQL (the query behind
 // GET /orders/{id}/audit).
-func (ns *netStack) audits(t *testing.T, ids []uuid.UUID) []db.AuditOrderRow {
+func (ns *netStack) audits(t *testing.T, ids []uuid.UUID) []queries.AuditOrderRow {
 	t.Helper()
-	q := db.New(ns.pool)
-	rows := make([]db.AuditOrderRow, len(ids))
+	q := queries.New(ns.pool)
+	rows := make([]queries.AuditOrderRow, len(ids))
 	for i, id := range ids {
 		var err error
 		if rows[i], err = q.AuditOrder(context.Background(), id); err != nil {
@@ -186,7 +186,7 @@ func (ns *netStack) audits(t *testing.T, ids []uuid.UUID) []db.AuditOrderRow {
 }
 
 // effects are the audit's effects of one order, by name.
-func effects(a db.AuditOrderRow) map[string]int64 {
+func effects(a queries.AuditOrderRow) map[string]int64 {
 	return map[string]int64{
 		"paid": a.Paid, "commission": a.Commission, "confirmation_enqueued": a.ConfirmationEnqueued,
 		"confirmation_delivered": a.ConfirmationDelivered, "notification_sent": a.NotificationSent,
@@ -232,7 +232,7 @@ func (ns *netStack) checkInvariants(t *testing.T) {
 			t.Errorf("GET %s: %d records for %d orders", path, total, len(ids))
 		}
 	}
-	poisoned, err := db.New(ns.pool).PoisonCountPending(context.Background())
+	poisoned, err := queries.New(ns.pool).PoisonCountPending(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
 // otlpReceiver is a minimal OTLP/HTTP trace receiver: what Jaeger or a

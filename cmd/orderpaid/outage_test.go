@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
 // outage stops and restarts one broker for a test.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
 var (

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/postgres"
-	"github.com/orderpaid/orderpaid/internal/reprocess"
-	"github.com/orderpaid/orderpaid/internal/retention"
+	"github.com/orderpaid/orderpaid/internal/ops/reprocess"
+	"github.com/orderpaid/orderpaid/internal/ops/retention"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runReprocess(e env) error {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/event"
-	"github.com/orderpaid/orderpaid/internal/postgres"
-	"github.com/orderpaid/orderpaid/internal/retention"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/ops/retention"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runRetention(e env) error {
@@ -36,7 +36,7 @@ func runRetention(e env) error {
 	}
 	rcfg := retention.Config{InboxWindow: *inboxWindow, ExecutionWindow: *execWindow, OutboxWindow: *outboxWindow, Interval: *interval, BatchSize: *batch, Logger: logger}
 	if cfg.Broker == config.BrokerPostgres {
-		rcfg.BrokerTopics = []string{cfg.BrokerPrefix + event.TopicOrderPaid, cfg.BrokerPrefix + event.TopicOrderConfirmed}
+		rcfg.BrokerTopics = []string{cfg.BrokerPrefix + messages.TopicOrderPaid, cfg.BrokerPrefix + messages.TopicOrderConfirmed}
 	}
 	if _, err := retention.NewCleaner(nil, rcfg); err != nil {
 		return usageError{fmt.Errorf("retention: %w", err)}

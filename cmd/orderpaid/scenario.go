@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/guard"
-	"github.com/orderpaid/orderpaid/internal/scenario"
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
 )
 
 // passedToChildren are the variables a scenario's processes get from the

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/scenario"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 )
 
 func TestScenarioList(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // The api refuses a webhook secret anyone knows outside a dev run: an empty

@@ -14,22 +14,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
-	"github.com/orderpaid/orderpaid/internal/fakes"
-	"github.com/orderpaid/orderpaid/internal/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/guard"
+	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
-	"github.com/orderpaid/orderpaid/internal/postgres"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 	"github.com/orderpaid/orderpaid/internal/webhook"
-	"github.com/orderpaid/orderpaid/internal/worker"
 )
 
 // process is what a serving subcommand starts: which parts run in it.
@@ -212,8 +212,8 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			size, b.Name, held, held+4, postgres.DefaultMaxConns)
 	}
 	consumed := map[string]string{
-		event.TopicOrderPaid:      worker.HandlerOrderPaid,
-		event.TopicOrderConfirmed: worker.HandlerOrderConfirmed,
+		messages.TopicOrderPaid:      consumer.HandlerOrderPaid,
+		messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed,
 	}
 	if err := broker.RefuseStrandedMessages(ctx, cfg, pool, consumed, w.abandonBacklog, w.logger); err != nil {
 		return err
@@ -230,20 +230,20 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	consumers := worker.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, w.faults, w.guards).
+	consumers := consumer.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, w.faults, w.guards).
 		WithTelemetry(tel.Metrics, w.logger)
-	if err := telemetry.ObserveQueues(tel.MeterProvider, db.New(pool).OutboxBacklog, db.New(pool).PoisonCountPending); err != nil {
+	if err := telemetry.ObserveQueues(tel.MeterProvider, queries.New(pool).OutboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
 		return err
 	}
 	var inner []message.HandlerMiddleware
 	if w.dedupe {
-		mw, err := worker.DedupeExecutions(0, logger)
+		mw, err := consumer.DedupeExecutions(0, logger)
 		if err != nil {
 			return err
 		}
 		inner = append(inner, mw)
 	}
-	router, err := worker.NewRouter(b, consumers, poison.NewStore(db.New(pool)), logger, worker.RouterConfig{
+	router, err := consumer.NewRouter(b, consumers, poison.NewStore(queries.New(pool)), logger, consumer.RouterConfig{
 		CloseTimeout: cfg.ShutdownTimeout,
 		Outer:        []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},
 		Inner:        inner,

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/guard"
-	"github.com/orderpaid/orderpaid/internal/soak"
+	"github.com/orderpaid/orderpaid/internal/lab/soak"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
 )
 
 // errSoakFailed is returned when an invariant did not hold; the report
@@ -19,7 +19,7 @@ import (
 var errSoakFailed = errors.New("soak: invariants violated (see the report above)")
 
 // runSoak pays many orders through real processes while killing and
-// restarting them, then checks every invariant. See internal/soak.
+// restarting them, then checks every invariant. See internal/lab/soak.
 func runSoak(e env) error {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	brokerName := fs.String("broker", config.BrokerNATS, "nats (a private nats-server the soak restarts), postgres or amqp")

@@ -21,21 +21,21 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
-	"github.com/orderpaid/orderpaid/internal/fakes"
-	"github.com/orderpaid/orderpaid/internal/guard"
+	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 	"github.com/orderpaid/orderpaid/internal/webhook"
-	"github.com/orderpaid/orderpaid/internal/worker"
 )
 
 // tracedFlow is the whole flow in-process on BROKER=postgres, traced into an
@@ -66,7 +66,7 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 	if f.broker, err = broker.New(ctx, config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{}); err != nil {
 		t.Fatal(err)
 	}
-	for topic, group := range map[string]string{event.TopicOrderPaid: worker.HandlerOrderPaid, event.TopicOrderConfirmed: worker.HandlerOrderConfirmed} {
+	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
 		if err := f.broker.Provision(topic, group); err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +78,9 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumers := worker.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second)), f.broker.Publisher, nil, guard.All()).
+	consumers := consumer.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second)), f.broker.Publisher, nil, guard.All()).
 		WithTelemetry(tel.Metrics, nil)
-	router, err := worker.NewRouter(f.broker, consumers, poison.NewStore(db.New(pool)), watermill.NopLogger{}, worker.RouterConfig{
+	router, err := consumer.NewRouter(f.broker, consumers, poison.NewStore(queries.New(pool)), watermill.NopLogger{}, consumer.RouterConfig{
 		Outer: []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},
 	})
 	if err != nil {
@@ -107,9 +107,9 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 }
 
 // newOrder creates a pending 100.00 BRL order with an affiliate.
-func (f *tracedFlow) newOrder(t *testing.T) db.Order {
+func (f *tracedFlow) newOrder(t *testing.T) queries.Order {
 	t.Helper()
-	o, err := order.Create(context.Background(), db.New(f.pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
+	o, err := order.Create(context.Background(), queries.New(f.pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func (f *tracedFlow) newOrder(t *testing.T) db.Order {
 }
 
 // webhook posts a signed payment.succeeded for o and returns the outcome.
-func (f *tracedFlow) webhook(t *testing.T, o db.Order, eventID string) string {
+func (f *tracedFlow) webhook(t *testing.T, o queries.Order, eventID string) string {
 	t.Helper()
 	body := fmt.Appendf(nil, `{"id":%q,"type":"payment.succeeded","data":{"order_id":%q,"amount_cents":%d}}`, eventID, o.ID, o.AmountCents)
 	req, _ := http.NewRequest(http.MethodPost, f.api+"/webhooks/payments", bytes.NewReader(body))
@@ -213,7 +213,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		commission := []attribute.KeyValue{telemetry.AttrEffect.String("commission"), telemetry.AttrTechnique.String("unique_ledger_key"), telemetry.AttrOutcome.String("already_applied")}
 		paidBefore, commissionBefore := f.counter(t, telemetry.MetricEffects, paid...), f.counter(t, telemetry.MetricEffects, commission...)
 
-		f.redeliver(t, event.TopicOrderPaid, process.attrs["messaging.message.id"])
+		f.redeliver(t, messages.TopicOrderPaid, process.attrs["messaging.message.id"])
 		all := f.waitSpans(t, "process order_paid", id, 2)
 		runs := all.named("process order_paid").inTrace(process.traceID)
 		if len(runs) != 2 {
@@ -239,7 +239,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 // broker: what a broker's redelivery looks like to the consumer.
 func (f *tracedFlow) redeliver(t *testing.T, topic, messageID string) {
 	t.Helper()
-	row, err := db.New(f.pool).OutboxFindByMessageID(context.Background(), messageID)
+	row, err := queries.New(f.pool).OutboxFindByMessageID(context.Background(), messageID)
 	if err != nil {
 		t.Fatalf("find message %s in the outbox: %v", messageID, err)
 	}

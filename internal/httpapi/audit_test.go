@@ -16,16 +16,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
-	"github.com/orderpaid/orderpaid/internal/fakes"
-	"github.com/orderpaid/orderpaid/internal/guard"
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/ops/retention"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/retention"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/webhook"
-	"github.com/orderpaid/orderpaid/internal/worker"
 )
 
 // auditBody is GET /orders/{id}/audit as a client reads it; Cleaned is raw
@@ -65,20 +65,20 @@ func TestAuditNamesTheEvidenceRetentionCleaned(t *testing.T) {
 	provider := fakes.NewNotifier()
 	fakeSrv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(fakeSrv.Close)
-	consumers := worker.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil), nil, nil, guard.All())
+	consumers := consumer.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil), nil, nil, guard.All())
 
 	old, recent := b.newOrder(t), b.newOrder(t)
-	for i, o := range []db.Order{old, recent} {
+	for i, o := range []queries.Order{old, recent} {
 		evt := fmt.Sprintf("evt_audit_%d", i)
 		body := eventBody(evt, o.ID.String(), 10000)
 		if status, out := b.post(t, body, webhook.Sign(secret, time.Now(), body)); status/100 != 2 {
 			t.Fatalf("webhook for order %d: %d %v", i, status, out)
 		}
-		paid, err := event.NewOrderPaid(event.OrderPaid{OrderID: o.ID, AmountCents: 10000, Source: "webhook:" + evt})
+		paid, err := messages.NewOrderPaid(messages.OrderPaid{OrderID: o.ID, AmountCents: 10000, Source: "webhook:" + evt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		confirmed, err := event.NewOrderConfirmed(o.ID)
+		confirmed, err := messages.NewOrderConfirmed(o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,10 +162,10 @@ func TestAuditAndMessageLookupReadTheOutboxByIndex(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		run  func(q *db.Queries) error
+		run  func(q *queries.Queries) error
 	}{
-		{"AuditOrder", func(q *db.Queries) error { _, err := q.AuditOrder(ctx, uuid.New()); return err }},
-		{"OutboxFindByMessageID", func(q *db.Queries) error {
+		{"AuditOrder", func(q *queries.Queries) error { _, err := q.AuditOrder(ctx, uuid.New()); return err }},
+		{"OutboxFindByMessageID", func(q *queries.Queries) error {
 			_, err := q.OutboxFindByMessageID(ctx, uuid.NewString())
 			if err == pgx.ErrNoRows {
 				err = nil
@@ -182,14 +182,14 @@ func TestAuditAndMessageLookupReadTheOutboxByIndex(t *testing.T) {
 
 // outboxScans runs fn in a transaction and returns the sequential and index
 // scans of watermill_outbox it made, by PostgreSQL's counters.
-func outboxScans(t *testing.T, pool *pgxpool.Pool, fn func(q *db.Queries) error) (seq, idx int64) {
+func outboxScans(t *testing.T, pool *pgxpool.Pool, fn func(q *queries.Queries) error) (seq, idx int64) {
 	t.Helper()
 	tx, err := pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := fn(db.New(tx)); err != nil {
+	if err := fn(queries.New(tx)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.QueryRow(t.Context(), `SELECT seq_scan, coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables
@@ -218,7 +218,7 @@ func relayAll(t *testing.T, pool *pgxpool.Pool) {
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		backlog, err := db.New(pool).OutboxBacklog(t.Context())
+		backlog, err := queries.New(pool).OutboxBacklog(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

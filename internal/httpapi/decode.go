@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/strictjson"
+	"github.com/orderpaid/orderpaid/internal/platform/strictjson"
 )
 
 // maxJSONBody bounds every JSON request body.

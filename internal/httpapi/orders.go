@@ -11,8 +11,8 @@ import (
 	"github.com/bojanz/currency"
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 type orderCreateRequest struct {
@@ -79,7 +79,7 @@ type orderResponse struct {
 	PaidAt      *time.Time `json:"paid_at"`
 }
 
-func newOrderResponse(o db.Order) orderResponse {
+func newOrderResponse(o queries.Order) orderResponse {
 	resp := orderResponse{
 		ID: o.ID, CustomerID: o.CustomerID, AmountCents: o.AmountCents, Currency: o.Currency,
 		Status: o.Status, CreatedAt: o.CreatedAt, PaidAt: o.PaidAt,

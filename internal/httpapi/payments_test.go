@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/fakes"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 

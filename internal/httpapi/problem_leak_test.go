@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 

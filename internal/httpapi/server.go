@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -27,11 +27,11 @@ type Deps struct {
 
 type server struct {
 	Deps
-	q *db.Queries
+	q *queries.Queries
 }
 
 // NewServer returns the API as one http.Handler (routes.go lists the routes).
 func NewServer(d Deps) http.Handler {
-	s := &server{Deps: d, q: db.New(d.Pool)}
+	s := &server{Deps: d, q: queries.New(d.Pool)}
 	return s.routes()
 }

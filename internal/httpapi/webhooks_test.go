@@ -16,10 +16,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
@@ -43,9 +43,9 @@ func setup(t *testing.T) *bundle {
 	return &bundle{pool: pool, url: srv.URL}
 }
 
-func (b *bundle) newOrder(t *testing.T) db.Order {
+func (b *bundle) newOrder(t *testing.T) queries.Order {
 	t.Helper()
-	o, err := order.Create(context.Background(), db.New(b.pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
+	o, err := order.Create(context.Background(), queries.New(b.pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
 		t.Fatal(err)
 	}

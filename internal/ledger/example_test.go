@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestMain(m *testing.M) { pgtest.MainExamples(m) }
@@ -25,7 +25,7 @@ func ExampleReleaseCommission() {
 		return
 	}
 	defer drop()
-	q := db.New(pool)
+	q := queries.New(pool)
 
 	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
@@ -67,7 +67,7 @@ func ExampleReleaseCommissionKeyedBy() {
 		return
 	}
 	defer drop()
-	q := db.New(pool)
+	q := queries.New(pool)
 
 	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // EntryTypeCommission is the ledger entry type of an affiliate commission.
@@ -39,7 +39,7 @@ func Commission(amountCents int64) int64 {
 // The key must come from the intent. Keyed on the message id instead, two
 // different provider events for one payment would both credit (see
 // ReleaseCommissionKeyedBy and the scenario "--without ledger-key").
-func ReleaseCommission(ctx context.Context, q *db.Queries, o db.Order, messageID string) (effect.Outcome, error) {
+func ReleaseCommission(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
 	return ReleaseCommissionKeyedBy(ctx, q, o, messageID, EntryKey(o.ID.String(), EntryTypeCommission))
 }
 
@@ -52,11 +52,11 @@ func ReleaseCommission(ctx context.Context, q *db.Queries, o db.Order, messageID
 // answer NotApplicable and write no row. A 0-cent row would credit nothing
 // yet count as a commission released, in the audit and in every check that
 // wants one ledger row per paid order with an affiliate.
-func ReleaseCommissionKeyedBy(ctx context.Context, q *db.Queries, o db.Order, messageID, key string) (effect.Outcome, error) {
+func ReleaseCommissionKeyedBy(ctx context.Context, q *queries.Queries, o queries.Order, messageID, key string) (effect.Outcome, error) {
 	if !o.AffiliateID.Valid || Commission(o.AmountCents) == 0 {
 		return effect.NotApplicable, nil
 	}
-	n, err := q.LedgerEntryInsert(ctx, db.LedgerEntryInsertParams{
+	n, err := q.LedgerEntryInsert(ctx, queries.LedgerEntryInsertParams{
 		EntryKey:    key,
 		OrderID:     o.ID,
 		EntryType:   EntryTypeCommission,

@@ -7,11 +7,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // already_applied means one thing: the conflict on the business key, the
@@ -24,9 +24,9 @@ func TestReleaseCommissionSurfacesAnErrorThatIsNotTheConflict(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, _ := pgtest.NewDatabase(t)
-	q := db.New(pool)
+	q := queries.New(pool)
 
-	missing := db.Order{ID: uuid.New(), AffiliateID: pgtype.Text{String: "a1", Valid: true}, AmountCents: 10000}
+	missing := queries.Order{ID: uuid.New(), AffiliateID: pgtype.Text{String: "a1", Valid: true}, AmountCents: 10000}
 	outcome, err := ledger.ReleaseCommission(ctx, q, missing, "msg-1")
 	if err == nil {
 		t.Fatalf("commission of an order that does not exist = %q, nil; want the foreign key error", outcome)

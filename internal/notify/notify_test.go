@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 )
 
 // provider starts the fake notification provider behind a real HTTP server

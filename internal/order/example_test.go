@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestMain(m *testing.M) { pgtest.MainExamples(m) }
@@ -27,7 +27,7 @@ func ExampleMarkPaid() {
 	}
 	defer drop()
 
-	o, err := order.Create(ctx, db.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})
+	o, err := order.Create(ctx, queries.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -36,7 +36,7 @@ func ExampleMarkPaid() {
 
 	for _, delivery := range []string{"first delivery", "redelivery"} {
 		err := postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-			outcome, paid, err := order.MarkPaid(ctx, db.New(tx), o.ID, "msg-1")
+			outcome, paid, err := order.MarkPaid(ctx, queries.New(tx), o.ID, "msg-1")
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func ExampleMarkPaid() {
 		}
 	}
 
-	audit, err := db.New(pool).AuditOrder(ctx, o.ID)
+	audit, err := queries.New(pool).AuditOrder(ctx, o.ID)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -74,14 +74,14 @@ func ExampleMarkPaidUnguarded() {
 	}
 	defer drop()
 
-	o, err := order.Create(ctx, db.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})
+	o, err := order.Create(ctx, queries.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, delivery := range []string{"first delivery", "redelivery"} {
 		err := postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-			outcome, _, err := order.MarkPaidUnguarded(ctx, db.New(tx), o.ID, "msg-1")
+			outcome, _, err := order.MarkPaidUnguarded(ctx, queries.New(tx), o.ID, "msg-1")
 			fmt.Printf("%s: %s\n", delivery, outcome)
 			return err
 		})
@@ -90,7 +90,7 @@ func ExampleMarkPaidUnguarded() {
 			return
 		}
 	}
-	audit, err := db.New(pool).AuditOrder(ctx, o.ID)
+	audit, err := queries.New(pool).AuditOrder(ctx, o.ID)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // MarkPaid moves the order from pending to paid and records the transition,
@@ -26,21 +26,21 @@ import (
 //
 // It returns Applied when this call moved the order, AlreadyApplied when the
 // order was already paid, and ErrNotFound when there is no such order.
-func MarkPaid(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, db.Order, error) {
+func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
 	o, err := q.OrderMarkPaid(ctx, orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Nothing matched: either the order is already paid, or it does not exist.
 		existing, getErr := Get(ctx, q, orderID)
 		if getErr != nil {
-			return "", db.Order{}, getErr
+			return "", queries.Order{}, getErr
 		}
 		return effect.AlreadyApplied, existing, nil
 	}
 	if err != nil {
-		return "", db.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
+		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
 	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
-		return "", db.Order{}, err
+		return "", queries.Order{}, err
 	}
 	return effect.Applied, o, nil
 }
@@ -48,22 +48,22 @@ func MarkPaid(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID s
 // MarkPaidUnguarded is the mistake MarkPaid prevents, kept so the scenario
 // "--without state-check" can show the damage: an unconditional UPDATE that
 // "transitions" the order on every execution.
-func MarkPaidUnguarded(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, db.Order, error) {
+func MarkPaidUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
 	o, err := q.OrderMarkPaidUnconditional(ctx, orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", db.Order{}, ErrNotFound
+		return "", queries.Order{}, ErrNotFound
 	}
 	if err != nil {
-		return "", db.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
+		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
 	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
-		return "", db.Order{}, err
+		return "", queries.Order{}, err
 	}
 	return effect.Applied, o, nil
 }
 
-func recordTransition(ctx context.Context, q *db.Queries, orderID uuid.UUID, messageID string) error {
-	err := q.OrderTransitionInsert(ctx, db.OrderTransitionInsertParams{
+func recordTransition(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) error {
+	err := q.OrderTransitionInsert(ctx, queries.OrderTransitionInsertParams{
 		OrderID: orderID, FromStatus: StatusPending, ToStatus: StatusPaid, MessageID: messageID,
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Statuses an order can be in.
@@ -30,8 +30,8 @@ type NewOrder struct {
 }
 
 // Create stores a new pending order.
-func Create(ctx context.Context, q *db.Queries, in NewOrder) (db.Order, error) {
-	o, err := q.OrderCreate(ctx, db.OrderCreateParams{
+func Create(ctx context.Context, q *queries.Queries, in NewOrder) (queries.Order, error) {
+	o, err := q.OrderCreate(ctx, queries.OrderCreateParams{
 		ID:          uuid.New(),
 		CustomerID:  in.CustomerID,
 		AffiliateID: pgtype.Text{String: in.AffiliateID, Valid: in.AffiliateID != ""},
@@ -39,19 +39,19 @@ func Create(ctx context.Context, q *db.Queries, in NewOrder) (db.Order, error) {
 		Currency:    in.Currency,
 	})
 	if err != nil {
-		return db.Order{}, fmt.Errorf("create order: %w", err)
+		return queries.Order{}, fmt.Errorf("create order: %w", err)
 	}
 	return o, nil
 }
 
 // Get reads one order; ErrNotFound when there is none.
-func Get(ctx context.Context, q *db.Queries, id uuid.UUID) (db.Order, error) {
+func Get(ctx context.Context, q *queries.Queries, id uuid.UUID) (queries.Order, error) {
 	o, err := q.OrderGet(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return db.Order{}, ErrNotFound
+		return queries.Order{}, ErrNotFound
 	}
 	if err != nil {
-		return db.Order{}, fmt.Errorf("get order %s: %w", id, err)
+		return queries.Order{}, fmt.Errorf("get order %s: %w", id, err)
 	}
 	return o, nil
 }

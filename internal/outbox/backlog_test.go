@@ -8,10 +8,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // backlogByJoin is the backlog by its definition: every outbox row joined to
@@ -89,7 +89,7 @@ func TestOutboxBacklogCountsWhatTheRelayHasNotRead(t *testing.T) {
 	seedOutbox(t, pool, 1000, 70)
 	check := func(state string) {
 		t.Helper()
-		got, err := db.New(pool).OutboxBacklog(t.Context())
+		got, err := queries.New(pool).OutboxBacklog(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func BenchmarkOutboxBacklog(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("relayed=%d/lanes", rows), func(b *testing.B) {
 			for b.Loop() {
-				if n, err := db.New(pool).OutboxBacklog(b.Context()); err != nil || n != 0 {
+				if n, err := queries.New(pool).OutboxBacklog(b.Context()); err != nil || n != 0 {
 					b.Fatalf("backlog %d (err %v), want 0", n, err)
 				}
 			}

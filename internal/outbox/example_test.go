@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestMain(m *testing.M) { pgtest.MainExamples(m) }
@@ -30,16 +30,16 @@ func ExamplePublish() {
 		return
 	}
 	defer drop()
-	q := db.New(pool)
+	q := queries.New(pool)
 	orderID := uuid.MustParse("0b7e4c1a-5d7f-4f55-9a0e-3c2b1d4e5f60")
 
 	errLaterStep := errors.New("step after the publish failed")
 	err = postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-		msg, err := event.NewOrderConfirmed(orderID)
+		msg, err := messages.NewOrderConfirmed(orderID)
 		if err != nil {
 			return err
 		}
-		if err := outbox.Publish(ctx, tx, event.TopicOrderConfirmed, msg); err != nil {
+		if err := outbox.Publish(ctx, tx, messages.TopicOrderConfirmed, msg); err != nil {
 			return err
 		}
 		return errLaterStep // roll back
@@ -53,11 +53,11 @@ func ExamplePublish() {
 	fmt.Println("outbox rows after rollback:", backlog)
 
 	err = postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-		msg, err := event.NewOrderConfirmed(orderID)
+		msg, err := messages.NewOrderConfirmed(orderID)
 		if err != nil {
 			return err
 		}
-		return outbox.Publish(ctx, tx, event.TopicOrderConfirmed, msg)
+		return outbox.Publish(ctx, tx, messages.TopicOrderConfirmed, msg)
 	})
 	fmt.Println("transaction:", err)
 	if backlog, err = q.OutboxBacklog(ctx); err != nil {
@@ -66,7 +66,7 @@ func ExamplePublish() {
 	}
 	fmt.Println("outbox rows after commit:", backlog)
 
-	msg, _ := event.NewOrderConfirmed(orderID)
+	msg, _ := messages.NewOrderConfirmed(orderID)
 	row, err := q.OutboxFindByMessageID(ctx, msg.UUID)
 	fmt.Println("row found by message id", msg.UUID+":", err == nil && row.Envelope != "")
 	// Output:

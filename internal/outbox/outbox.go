@@ -14,7 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -48,7 +48,7 @@ func Publish(ctx context.Context, tx pgx.Tx, topic string, msgs ...*message.Mess
 	for _, m := range msgs {
 		telemetry.InjectMessage(ctx, m) // before wrapping: see above
 		m.Metadata.Set(MetadataWrittenAt, writtenAt)
-		m.Metadata.Set(event.MetadataOutboxWriteID, watermill.NewUUID())
+		m.Metadata.Set(messages.MetadataOutboxWriteID, watermill.NewUUID())
 		m.SetContext(ctx) // the INSERT runs with it: its query span nests here
 	}
 	fwd := forwarder.NewPublisher(pub, forwarder.PublisherConfig{ForwarderTopic: Topic})

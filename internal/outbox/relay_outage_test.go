@@ -7,12 +7,12 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // A publish the broker refuses is not a publish: the relay must leave the
@@ -35,7 +35,7 @@ func TestRelayPublishesAgainAfterABrokerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = brk.Close() })
-	if err := brk.Provision(event.TopicOrderConfirmed, event.TopicOrderConfirmed); err != nil {
+	if err := brk.Provision(messages.TopicOrderConfirmed, messages.TopicOrderConfirmed); err != nil {
 		t.Fatal(err)
 	}
 	onBroker := func() int {
@@ -70,7 +70,7 @@ func TestRelayPublishesAgainAfterABrokerOutage(t *testing.T) {
 	// row acknowledged while the message is missing was lost.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		backlog, err := db.New(pool).OutboxBacklog(context.Background())
+		backlog, err := queries.New(pool).OutboxBacklog(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

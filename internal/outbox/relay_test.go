@@ -12,11 +12,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // stallingPublisher is the broker as the relay sees it: it records every
@@ -34,7 +34,7 @@ type stallingPublisher struct {
 
 func (p *stallingPublisher) Publish(_ string, msgs ...*message.Message) error {
 	for _, m := range msgs {
-		orderID := m.Metadata.Get(event.MetadataOrderID)
+		orderID := m.Metadata.Get(messages.MetadataOrderID)
 		if orderID == p.stallOrder {
 			if p.stalled != nil {
 				p.stallOnce.Do(func() { close(p.stalled) })
@@ -67,7 +67,7 @@ func TestRelayLanesKeepOtherOrdersMoving(t *testing.T) {
 	pool, _ := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	q := db.New(pool)
+	q := queries.New(pool)
 
 	const orders = 20
 	ids := writeConfirmations(t, pool, orders)
@@ -120,7 +120,7 @@ func TestRelayLanesKeepOtherOrdersMoving(t *testing.T) {
 func TestStoppedRelayRepublishesNothing(t *testing.T) {
 	t.Parallel()
 	pool, _ := pgtest.NewDatabase(t)
-	q := db.New(pool)
+	q := queries.New(pool)
 
 	const orders = 20
 	ids := writeConfirmations(t, pool, orders)
@@ -192,12 +192,12 @@ func writeConfirmations(t *testing.T, pool *pgxpool.Pool, n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = uuid.NewString()
-		msg, err := event.NewOrderConfirmed(uuid.MustParse(ids[i]))
+		msg, err := messages.NewOrderConfirmed(uuid.MustParse(ids[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := postgres.InTx(t.Context(), pool, func(tx pgx.Tx) error {
-			return outbox.Publish(t.Context(), tx, event.TopicOrderConfirmed, msg)
+			return outbox.Publish(t.Context(), tx, messages.TopicOrderConfirmed, msg)
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -22,12 +22,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderpaid/orderpaid/internal/broker"
-	"github.com/orderpaid/orderpaid/internal/config"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -97,7 +97,7 @@ func testTraceThroughBroker(t *testing.T, kind string) {
 	defer func() { cancel(); <-done; <-done }()
 
 	orderID := uuid.New()
-	msg, err := event.NewOrderConfirmed(orderID)
+	msg, err := messages.NewOrderConfirmed(orderID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/orderpaid/orderpaid/internal/strictjson"
+	"github.com/orderpaid/orderpaid/internal/platform/strictjson"
 )
 
 // DefaultPaymentMethod is the payment method of a request whose body is

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Charge states, as order_charges.state spells them.
@@ -47,9 +47,9 @@ const (
 // The take-over and the next attempt are conditional UPDATEs, re-checked by
 // PostgreSQL under READ COMMITTED: of concurrent callers exactly one changes
 // the row, the others are told the charge is in flight.
-func (s *Service) claimCharge(ctx context.Context, q *db.Queries, c *claimed) error {
+func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if c.order.Status == order.StatusPending {
-		n, err := q.OrderChargeInsert(ctx, db.OrderChargeInsertParams{
+		n, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
 			OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 		})
 		if err != nil {
@@ -81,8 +81,8 @@ func (s *Service) claimCharge(ctx context.Context, q *db.Queries, c *claimed) er
 }
 
 // takeOver claims a charge whose outcome is unknown, keeping its attempt.
-func (s *Service) takeOver(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge) error {
-	won, err := q.OrderChargeTakeOver(ctx, db.OrderChargeTakeOverParams{
+func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderCharge) error {
+	won, err := q.OrderChargeTakeOver(ctx, queries.OrderChargeTakeOverParams{
 		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 	})
 	if err != nil {
@@ -96,8 +96,8 @@ func (s *Service) takeOver(ctx context.Context, q *db.Queries, c *claimed, ch db
 }
 
 // nextAttempt claims the attempt after a refused one.
-func (s *Service) nextAttempt(ctx context.Context, q *db.Queries, c *claimed, ch db.OrderCharge) error {
-	won, err := q.OrderChargeRetry(ctx, db.OrderChargeRetryParams{
+func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderCharge) error {
+	won, err := q.OrderChargeRetry(ctx, queries.OrderChargeRetryParams{
 		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
 	})
 	if err != nil {

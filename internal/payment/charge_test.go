@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // The per-order charge claim (charge.go): one charge per order, whatever the
@@ -25,7 +25,7 @@ import (
 // guardOnAndOff runs test with the per-order guard on, where it must pass, and
 // off, where it must see the damage: test returns the number of charges the
 // gateway made for its order.
-func guardOnAndOff(t *testing.T, cfg payment.Config, test func(t *testing.T, b *bundle) (o db.Order, charges int)) {
+func guardOnAndOff(t *testing.T, cfg payment.Config, test func(t *testing.T, b *bundle) (o queries.Order, charges int)) {
 	t.Helper()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
@@ -54,7 +54,7 @@ func TestOneChargePerOrder(t *testing.T) {
 
 	t.Run("50 concurrent requests with 50 keys while the gateway is slow", func(t *testing.T) {
 		t.Parallel()
-		guardOnAndOff(t, payment.Config{LockTimeout: 5 * time.Second}, func(t *testing.T, b *bundle) (db.Order, int) {
+		guardOnAndOff(t, payment.Config{LockTimeout: 5 * time.Second}, func(t *testing.T, b *bundle) (queries.Order, int) {
 			b.control(t, fakes.GatewayControl{DelayMS: 200})
 			o := b.newOrder(t, "cust-50-keys")
 			results := make([]result, 50)
@@ -96,7 +96,7 @@ func TestOneChargePerOrder(t *testing.T) {
 
 	t.Run("the first call times out although the gateway charged, then a new key", func(t *testing.T) {
 		t.Parallel()
-		guardOnAndOff(t, payment.Config{}, func(t *testing.T, b *bundle) (db.Order, int) {
+		guardOnAndOff(t, payment.Config{}, func(t *testing.T, b *bundle) (queries.Order, int) {
 			o := b.newOrder(t, "cust-new-key-after-timeout")
 			// Our gateway client gives up after 100ms; the gateway charges,
 			// then takes 400ms to answer.
@@ -120,7 +120,7 @@ func TestOneChargePerOrder(t *testing.T) {
 
 	t.Run("a released key retried after another key paid the order", func(t *testing.T) {
 		t.Parallel()
-		guardOnAndOff(t, payment.Config{}, func(t *testing.T, b *bundle) (db.Order, int) {
+		guardOnAndOff(t, payment.Config{}, func(t *testing.T, b *bundle) (queries.Order, int) {
 			o := b.newOrder(t, "cust-released-key")
 			b.control(t, fakes.GatewayControl{FailNext: 1})
 			if _, err := pay(b.svc, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
@@ -146,7 +146,7 @@ func TestOneChargePerOrder(t *testing.T) {
 	t.Run("a crash between the claim and the gateway call, then another key", func(t *testing.T) {
 		t.Parallel()
 		cfg := payment.Config{LockTimeout: 200 * time.Millisecond}
-		guardOnAndOff(t, cfg, func(t *testing.T, b *bundle) (db.Order, int) {
+		guardOnAndOff(t, cfg, func(t *testing.T, b *bundle) (queries.Order, int) {
 			o := b.newOrder(t, "cust-crash-new-key")
 			crash(t, b, cfg, o, "k1")
 			if b.svcGuarded() {
@@ -214,7 +214,7 @@ func TestChargeClaimRace(t *testing.T) {
 	}
 	defer first.Rollback(ctx)
 	lockedUntil := time.Now().Add(time.Minute)
-	if _, err := db.New(first).OrderChargeInsert(ctx, db.OrderChargeInsertParams{
+	if _, err := queries.New(first).OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
 		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
 	}); err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestPayCompletesAfterTheClientHangsUp(t *testing.T) {
 		t.Fatalf("err = %v, want ErrGatewayUnavailable", err)
 	}
 	assertReleased(t, b.keyRow(t, o.CustomerID, "k1").LockedUntil)
-	ch, err := db.New(b.pool).OrderChargeGet(context.Background(), o.ID)
+	ch, err := queries.New(b.pool).OrderChargeGet(context.Background(), o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

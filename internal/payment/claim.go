@@ -7,16 +7,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // claimed is what phase 1 decided for one request: either a final response
 // (done), or the right to call the gateway for this key and the order's
 // charge attempt.
 type claimed struct {
-	order       db.Order
+	order       queries.Order
 	scope, key  string
 	fingerprint string
 	attempt     int32     // the order's charge attempt this request holds (charge.go); 0 without that guard
@@ -48,7 +48,7 @@ func (c *claimed) gatewayKey() string {
 func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, error) {
 	var c claimed
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := queries.New(tx)
 		o, err := order.Get(ctx, q, req.OrderID)
 		if err != nil {
 			return err
@@ -57,7 +57,7 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 		// another key.
 		c = claimed{order: o, scope: o.CustomerID, key: req.Key, fingerprint: fingerprint(o.ID, body)}
 		c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
-		inserted, err := q.IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+		inserted, err := q.IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
 			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LockedUntil: &c.lockedUntil,
 		})
 		if err != nil {
@@ -91,8 +91,8 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 //
 // A recovered key goes on to claimCharge like a new one: its holder crashed,
 // and another key may have charged the order since.
-func (s *Service) resume(ctx context.Context, q *db.Queries, c *claimed) error {
-	row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
+func (s *Service) resume(ctx context.Context, q *queries.Queries, c *claimed) error {
+	row, err := q.IdempotencyKeyGet(ctx, queries.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
 	if err != nil {
 		return fmt.Errorf("read idempotency key: %w", err)
 	}
@@ -117,9 +117,9 @@ func (s *Service) resume(ctx context.Context, q *db.Queries, c *claimed) error {
 // waits for the first, re-checks its WHERE clause against the new lock, and
 // matches nothing. The one caller that changed a row goes on; the others are
 // told the key is in flight, for as long as the winner's new lock lasts.
-func (s *Service) recoverKey(ctx context.Context, q *db.Queries, c *claimed) error {
+func (s *Service) recoverKey(ctx context.Context, q *queries.Queries, c *claimed) error {
 	c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
-	won, err := q.IdempotencyKeyRecover(ctx, db.IdempotencyKeyRecoverParams{
+	won, err := q.IdempotencyKeyRecover(ctx, queries.IdempotencyKeyRecoverParams{
 		LockedUntil: &c.lockedUntil, Scope: c.scope, Key: c.key,
 	})
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) recoverKey(ctx context.Context, q *db.Queries, c *claimed) err
 // claimOrderCharge claims the order's charge for this request (charge.go), or,
 // with that guard switched off (Config.WithoutChargeClaim), lets every key
 // charge: the mistake of trusting the Idempotency-Key alone.
-func (s *Service) claimOrderCharge(ctx context.Context, q *db.Queries, c *claimed) error {
+func (s *Service) claimOrderCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if s.cfg.WithoutChargeClaim {
 		return nil
 	}

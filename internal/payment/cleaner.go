@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Cleaner deletes completed keys older than Config.Retention.
@@ -66,7 +66,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 // returns how many it deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-c.cfg.Retention)
-	n, err := db.New(c.pool).IdempotencyKeyDeleteOlderThan(ctx, cutoff)
+	n, err := queries.New(c.pool).IdempotencyKeyDeleteOlderThan(ctx, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("delete completed idempotency keys created before %s: %w", cutoff.Format(time.RFC3339), err)
 	}

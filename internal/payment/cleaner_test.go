@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestCleaner(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCleaner(t *testing.T) {
 		if n, err := cleaner.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("first run: deleted %d, %v; want 1", n, err)
 		}
-		for o, want := range map[*db.Order]int{&oldDone: 0, &newDone: 1, &oldLocked: 1} {
+		for o, want := range map[*queries.Order]int{&oldDone: 0, &newDone: 1, &oldLocked: 1} {
 			if got := b.keyCount(t, o.ID); got != want {
 				t.Errorf("order of %s: %d keys left, want %d", o.CustomerID, got, want)
 			}
@@ -79,7 +79,7 @@ func TestCleaner(t *testing.T) {
 }
 
 // age makes the orders' keys two hours old.
-func (b *bundle) age(t *testing.T, orders ...db.Order) {
+func (b *bundle) age(t *testing.T, orders ...queries.Order) {
 	t.Helper()
 	for _, o := range orders {
 		_, err := b.pool.Exec(context.Background(),

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // complete is phase 3: it turns the gateway's answer into our response and
@@ -72,12 +72,12 @@ func finalRefusal(status int) bool {
 func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, resp Response, state string) (Response, error) {
 	out := resp
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := queries.New(tx)
 		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey(), answer); err != nil {
 			return err
 		}
 		if c.attempt > 0 {
-			if _, err := q.OrderChargeSettle(ctx, db.OrderChargeSettleParams{
+			if _, err := q.OrderChargeSettle(ctx, queries.OrderChargeSettleParams{
 				OrderID: c.order.ID, Attempt: c.attempt, State: state,
 			}); err != nil {
 				return fmt.Errorf("settle the charge: %w", err)
@@ -87,7 +87,7 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 		if err != nil || n == 1 {
 			return err
 		}
-		row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
+		row, err := q.IdempotencyKeyGet(ctx, queries.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
 		if err != nil {
 			return fmt.Errorf("read response stored by another request: %w", err)
 		}
@@ -110,18 +110,18 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, cause error) error {
 	err := fmt.Errorf("%w: %w", ErrGatewayUnavailable, cause)
 	relErr := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := queries.New(tx)
 		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey(), answer); err != nil {
 			return err
 		}
 		if c.attempt > 0 {
-			if err := q.OrderChargeRelease(ctx, db.OrderChargeReleaseParams{
+			if err := q.OrderChargeRelease(ctx, queries.OrderChargeReleaseParams{
 				OrderID: c.order.ID, Attempt: c.attempt, HolderScope: c.scope, HolderKey: c.key,
 			}); err != nil {
 				return fmt.Errorf("release the charge: %w", err)
 			}
 		}
-		return q.IdempotencyKeyRelease(ctx, db.IdempotencyKeyReleaseParams{Scope: c.scope, Key: c.key})
+		return q.IdempotencyKeyRelease(ctx, queries.IdempotencyKeyReleaseParams{Scope: c.scope, Key: c.key})
 	})
 	if relErr != nil {
 		return errors.Join(err, fmt.Errorf("release idempotency key: %w", relErr))
@@ -132,7 +132,7 @@ func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, 
 // recordCall writes the gateway's answer to gateway_charge_calls. A call that
 // got no answer (Status 0) leaves nothing to record: whether it charged is
 // learnt from the retry, which sends the same gateway key.
-func recordCall(ctx context.Context, q *db.Queries, orderID uuid.UUID, gatewayKey string, answer GatewayAnswer) error {
+func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gatewayKey string, answer GatewayAnswer) error {
 	if answer.Status == 0 {
 		return nil
 	}
@@ -143,7 +143,7 @@ func recordCall(ctx context.Context, q *db.Queries, orderID uuid.UUID, gatewayKe
 	if answer.Status/100 == 2 && json.Unmarshal(answer.Body, &charge) == nil && charge.ID != "" {
 		chargeID = pgtype.Text{String: charge.ID, Valid: true}
 	}
-	err := q.GatewayChargeCallInsert(ctx, db.GatewayChargeCallInsertParams{
+	err := q.GatewayChargeCallInsert(ctx, queries.GatewayChargeCallInsertParams{
 		OrderID: orderID, GatewayKey: gatewayKey, Status: int32(answer.Status),
 		ChargeID: chargeID, Replayed: answer.Replayed,
 	})
@@ -153,8 +153,8 @@ func recordCall(ctx context.Context, q *db.Queries, orderID uuid.UUID, gatewayKe
 	return nil
 }
 
-func completeParams(c *claimed, resp Response) db.IdempotencyKeyCompleteParams {
-	return db.IdempotencyKeyCompleteParams{
+func completeParams(c *claimed, resp Response) queries.IdempotencyKeyCompleteParams {
+	return queries.IdempotencyKeyCompleteParams{
 		Scope: c.scope, Key: c.key,
 		ResponseStatus: pgtype.Int4{Int32: int32(resp.Status), Valid: true},
 		ResponseBody:   resp.Body,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestPayConcurrent(t *testing.T) {
@@ -70,7 +70,7 @@ type result struct {
 }
 
 // payConcurrently releases n Pay calls with the same key at the same moment.
-func payConcurrently(svc *payment.Service, o db.Order, key string, n int) []result {
+func payConcurrently(svc *payment.Service, o queries.Order, key string, n int) []result {
 	results := make([]result, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup

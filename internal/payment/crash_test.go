@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/fakes"
-	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestPayAfterCrash(t *testing.T) {
@@ -92,7 +92,7 @@ func TestPayRecoveryRace(t *testing.T) {
 
 // crash runs Pay with FaultBeforeGatewayCall armed once: phase 1 commits,
 // then the request "dies" before calling the gateway.
-func crash(t *testing.T, b *bundle, cfg payment.Config, o db.Order, key string) {
+func crash(t *testing.T, b *bundle, cfg payment.Config, o queries.Order, key string) {
 	t.Helper()
 	faults := faultpoint.New(nil)
 	faults.Arm(payment.FaultBeforeGatewayCall, faultpoint.Fail, 1)
@@ -105,7 +105,7 @@ func crash(t *testing.T, b *bundle, cfg payment.Config, o db.Order, key string) 
 }
 
 // waitLockExpired sleeps until the key's lock has expired.
-func waitLockExpired(t *testing.T, b *bundle, o db.Order, key string) {
+func waitLockExpired(t *testing.T, b *bundle, o queries.Order, key string) {
 	t.Helper()
 	row := b.keyRow(t, o.CustomerID, key)
 	if row.LockedUntil == nil || row.CompletedAt != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // alreadyPaid completes this request's key at once with a 409 problem "order
@@ -16,7 +16,7 @@ import (
 // and is retrying with a fresh one; charging again is the double charge this
 // package exists to prevent. The refusal is stored under the key like any
 // other answer, so retries of this key keep getting it.
-func (s *Service) alreadyPaid(ctx context.Context, q *db.Queries, c *claimed) error {
+func (s *Service) alreadyPaid(ctx context.Context, q *queries.Queries, c *claimed) error {
 	resp := Response{Status: http.StatusConflict, Body: problemBody(http.StatusConflict, "Order already paid",
 		fmt.Sprintf("order %s is already paid; it was not charged again", c.order.ID))}
 	if _, err := q.IdempotencyKeyComplete(ctx, completeParams(c, resp)); err != nil {

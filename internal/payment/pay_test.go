@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 func TestPay(t *testing.T) {
@@ -117,7 +117,7 @@ func TestPay(t *testing.T) {
 	t.Run("a paid order is not charged again under a new key", func(t *testing.T) {
 		t.Parallel()
 		o := b.newOrder(t, "cust-paid")
-		if _, _, err := order.MarkPaid(context.Background(), db.New(b.pool), o.ID, "msg-1"); err != nil {
+		if _, _, err := order.MarkPaid(context.Background(), queries.New(b.pool), o.ID, "msg-1"); err != nil {
 			t.Fatal(err)
 		}
 		first := mustRefuse(t, b.svc, o, "k-new", http.StatusConflict)
@@ -142,7 +142,7 @@ func TestPay(t *testing.T) {
 }
 
 // mustRefuse pays and checks for a stored problem+json answer with status.
-func mustRefuse(t *testing.T, svc *payment.Service, o db.Order, key string, status int) payment.Response {
+func mustRefuse(t *testing.T, svc *payment.Service, o queries.Order, key string, status int) payment.Response {
 	t.Helper()
 	resp, err := pay(svc, o, key, "")
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // TestRecoverKey pins the race TestPayRecoveryRace can only provoke: several
@@ -22,7 +22,7 @@ func TestRecoverKey(t *testing.T) {
 	pool, o := newTestOrder(t)
 	ctx := context.Background()
 	expired := time.Now().Add(-time.Second)
-	if _, err := db.New(pool).IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+	if _, err := queries.New(pool).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
 		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LockedUntil: &expired,
 	}); err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestRecoverKey(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				err := postgres.InTx(ctx, pool, func(tx pgx.Tx) error {
-					return s.recoverKey(ctx, db.New(tx), &claimed{scope: "c1", key: "k1"})
+					return s.recoverKey(ctx, queries.New(tx), &claimed{scope: "c1", key: "k1"})
 				})
 				var ife *InFlightError
 				switch {

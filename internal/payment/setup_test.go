@@ -14,12 +14,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
-	"github.com/orderpaid/orderpaid/internal/fakes"
-	"github.com/orderpaid/orderpaid/internal/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // bundle is one test's world: its own database, a fake gateway served over
@@ -56,9 +56,9 @@ func setup(t *testing.T, cfg payment.Config) *bundle {
 func (b *bundle) svcGuarded() bool { return !b.cfg.WithoutChargeClaim }
 
 // audit reads the order's audit, the query behind GET /orders/{id}/audit.
-func (b *bundle) audit(t *testing.T, o db.Order) db.AuditOrderRow {
+func (b *bundle) audit(t *testing.T, o queries.Order) queries.AuditOrderRow {
 	t.Helper()
-	a, err := db.New(b.pool).AuditOrder(context.Background(), o.ID)
+	a, err := queries.New(b.pool).AuditOrder(context.Background(), o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +88,14 @@ func (b *bundle) counting(next http.Handler) http.Handler {
 }
 
 // gatewayCalls is how many charge requests for the order reached the gateway.
-func (b *bundle) gatewayCalls(o db.Order) int {
+func (b *bundle) gatewayCalls(o queries.Order) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.calls[o.ID.String()]
 }
 
 // charges is the charges the gateway actually made for the order.
-func (b *bundle) charges(o db.Order) []fakes.Charge {
+func (b *bundle) charges(o queries.Order) []fakes.Charge {
 	var out []fakes.Charge
 	for _, c := range b.gw.Charges() {
 		if c.OrderID == o.ID.String() {
@@ -106,9 +106,9 @@ func (b *bundle) charges(o db.Order) []fakes.Charge {
 }
 
 // newOrder creates a pending order of 100.00 BRL for customer.
-func (b *bundle) newOrder(t *testing.T, customer string) db.Order {
+func (b *bundle) newOrder(t *testing.T, customer string) queries.Order {
 	t.Helper()
-	o, err := order.Create(context.Background(), db.New(b.pool), order.NewOrder{
+	o, err := order.Create(context.Background(), queries.New(b.pool), order.NewOrder{
 		CustomerID: customer, AmountCents: 10000, Currency: "BRL",
 	})
 	if err != nil {
@@ -132,9 +132,9 @@ func (b *bundle) control(t *testing.T, c fakes.GatewayControl) {
 }
 
 // keyRow reads the stored key, failing the test if there is none.
-func (b *bundle) keyRow(t *testing.T, scope, key string) db.IdempotencyKey {
+func (b *bundle) keyRow(t *testing.T, scope, key string) queries.IdempotencyKey {
 	t.Helper()
-	row, err := db.New(b.pool).IdempotencyKeyGet(context.Background(), db.IdempotencyKeyGetParams{Scope: scope, Key: key})
+	row, err := queries.New(b.pool).IdempotencyKeyGet(context.Background(), queries.IdempotencyKeyGetParams{Scope: scope, Key: key})
 	if err != nil {
 		t.Fatalf("read key %s/%s: %v", scope, key, err)
 	}
@@ -153,12 +153,12 @@ func (b *bundle) keyCount(t *testing.T, orderID uuid.UUID) int {
 }
 
 // pay calls Pay with a fresh context.
-func pay(svc *payment.Service, o db.Order, key, body string) (payment.Response, error) {
+func pay(svc *payment.Service, o queries.Order, key, body string) (payment.Response, error) {
 	return svc.Pay(context.Background(), payment.Request{OrderID: o.ID, Key: key, Body: []byte(body)})
 }
 
 // mustCharge pays and checks that this call charged: 201, not replayed.
-func mustCharge(t *testing.T, svc *payment.Service, o db.Order, key string) payment.Response {
+func mustCharge(t *testing.T, svc *payment.Service, o queries.Order, key string) payment.Response {
 	t.Helper()
 	resp, err := pay(svc, o, key, "")
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // TestStoreKeepsTheFirstCompletion: two requests hold one key in turn (the
@@ -25,7 +25,7 @@ func TestStoreKeepsTheFirstCompletion(t *testing.T) {
 	pool, o := newTestOrder(t)
 	ctx := context.Background()
 	lockedUntil := time.Now().Add(time.Minute)
-	if _, err := db.New(pool).IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+	if _, err := queries.New(pool).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
 		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LockedUntil: &lockedUntil,
 	}); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestKeyClaimRace(t *testing.T) {
 	}
 	defer first.Rollback(ctx)
 	lockedUntil := time.Now().Add(time.Minute)
-	if _, err := db.New(first).IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+	if _, err := queries.New(first).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
 		Scope: "c1", Key: "k1", Fingerprint: fingerprint(o.ID, body), OrderID: o.ID, LockedUntil: &lockedUntil,
 	}); err != nil {
 		t.Fatal(err)
@@ -89,10 +89,10 @@ func TestKeyClaimRace(t *testing.T) {
 
 // newTestOrder gives the test a database of its own with one pending order
 // of customer c1.
-func newTestOrder(t *testing.T) (*pgxpool.Pool, db.Order) {
+func newTestOrder(t *testing.T) (*pgxpool.Pool, queries.Order) {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
-	o, err := order.Create(context.Background(), db.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 100, Currency: "BRL"})
+	o, err := order.Create(context.Background(), queries.New(pool), order.NewOrder{CustomerID: "c1", AmountCents: 100, Currency: "BRL"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // payUnguarded is the mistake the Idempotency-Key prevents, kept for the
@@ -20,7 +20,7 @@ func (s *Service) payUnguarded(ctx context.Context, req Request) (Response, erro
 	if _, err := DecodeBody(req.Body); err != nil {
 		return Response{}, err
 	}
-	o, err := order.Get(ctx, db.New(s.pool), req.OrderID)
+	o, err := order.Get(ctx, queries.New(s.pool), req.OrderID)
 	if err != nil {
 		return Response{}, err
 	}
@@ -30,7 +30,7 @@ func (s *Service) payUnguarded(ctx context.Context, req Request) (Response, erro
 	})
 	// The record the audit counts is kept even here, so the audit shows the
 	// damage.
-	if recErr := recordCall(context.WithoutCancel(ctx), db.New(s.pool), o.ID, gatewayKey, answer); recErr != nil {
+	if recErr := recordCall(context.WithoutCancel(ctx), queries.New(s.pool), o.ID, gatewayKey, answer); recErr != nil {
 		return Response{}, recErr
 	}
 	switch {

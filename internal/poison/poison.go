@@ -15,7 +15,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
-	"github.com/orderpaid/orderpaid/internal/db"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Topic is the name the router's PoisonQueue middleware publishes to.
@@ -25,11 +25,11 @@ const Topic = "poison"
 // poison_messages table. Watermill's PoisonQueue middleware publishes to it,
 // then acks the original message.
 type Store struct {
-	q *db.Queries
+	q *queries.Queries
 }
 
 // NewStore returns a poison queue writing through q.
-func NewStore(q *db.Queries) *Store { return &Store{q: q} }
+func NewStore(q *queries.Queries) *Store { return &Store{q: q} }
 
 // Publish stores msgs with the reason, topic and handler the middleware set.
 func (s *Store) Publish(_ string, msgs ...*message.Message) error {
@@ -39,7 +39,7 @@ func (s *Store) Publish(_ string, msgs ...*message.Message) error {
 			return fmt.Errorf("encode poisoned message metadata: %w", err)
 		}
 		ctx := context.WithoutCancel(m.Context())
-		err = s.q.PoisonInsert(ctx, db.PoisonInsertParams{
+		err = s.q.PoisonInsert(ctx, queries.PoisonInsertParams{
 			Topic:     m.Metadata.Get(middleware.PoisonedTopicKey),
 			Handler:   m.Metadata.Get(middleware.PoisonedHandlerKey),
 			MessageID: m.UUID,

@@ -8,7 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/messages"
 )
 
 // AttrOrderID is the attribute every span of an order's flow carries, so a
@@ -39,9 +39,9 @@ func OrderIDFrom(ctx context.Context) string {
 }
 
 // WithMessageOrderID is WithOrderID for the order a message is about: every
-// message of the flow carries event.MetadataOrderID.
+// message of the flow carries messages.MetadataOrderID.
 func WithMessageOrderID(ctx context.Context, msg *message.Message) context.Context {
-	return WithOrderID(ctx, msg.Metadata.Get(event.MetadataOrderID))
+	return WithOrderID(ctx, msg.Metadata.Get(messages.MetadataOrderID))
 }
 
 // orderStamper is a span processor: when a span starts in a context holding

@@ -8,11 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
@@ -20,10 +20,10 @@ var testSecret = []byte("whsec_test")
 
 // acceptSetup is one test's database, an ingestor on it and a pending order
 // of 100.00 BRL.
-func acceptSetup(t *testing.T) (*pgxpool.Pool, *webhook.Ingestor, db.Order) {
+func acceptSetup(t *testing.T) (*pgxpool.Pool, *webhook.Ingestor, queries.Order) {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
-	o, err := order.Create(context.Background(), db.New(pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
+	o, err := order.Create(context.Background(), queries.New(pool), order.NewOrder{CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func acceptSetup(t *testing.T) (*pgxpool.Pool, *webhook.Ingestor, db.Order) {
 }
 
 // deliverEvent sends one signed payment.succeeded for o, as the provider does.
-func deliverEvent(in *webhook.Ingestor, eventID string, o db.Order) (webhook.Result, error) {
+func deliverEvent(in *webhook.Ingestor, eventID string, o queries.Order) (webhook.Result, error) {
 	body := []byte(fmt.Sprintf(`{"id":%q,"type":"payment.succeeded","data":{"order_id":%q,"amount_cents":%d}}`, eventID, o.ID, o.AmountCents))
 	return in.Ingest(context.Background(), webhook.Sign(testSecret, time.Now(), body), body)
 }
@@ -50,7 +50,7 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 func orderPaidIDs(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		`SELECT payload->>'uuid' FROM watermill_outbox WHERE payload->>'destination_topic' = $1 ORDER BY "offset"`, event.TopicOrderPaid)
+		`SELECT payload->>'uuid' FROM watermill_outbox WHERE payload->>'destination_topic' = $1 ORDER BY "offset"`, messages.TopicOrderPaid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestFailedOutboxWriteLeavesNoInboxRow(t *testing.T) {
 	if res.Outcome != effect.Applied {
 		t.Errorf("the provider's retry answered %s, want %s: the failed attempt left the event accepted", res.Outcome, effect.Applied)
 	}
-	want, err := event.NewOrderPaid(event.OrderPaid{OrderID: o.ID, AmountCents: o.AmountCents, Source: "webhook:evt_1"})
+	want, err := messages.NewOrderPaid(messages.OrderPaid{OrderID: o.ID, AmountCents: o.AmountCents, Source: "webhook:evt_1"})
 	if err != nil {
 		t.Fatal(err)
 	}

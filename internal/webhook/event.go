@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/strictjson"
+	"github.com/orderpaid/orderpaid/internal/platform/strictjson"
 )
 
 // MaxBodyBytes is the largest webhook body accepted; larger ones get 413.

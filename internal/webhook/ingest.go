@@ -13,12 +13,12 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orderpaid/orderpaid/internal/db"
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/event"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -100,7 +100,7 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 	if ev.Type != EventPaymentSucceeded {
 		return Result{EventID: ev.ID, Outcome: Ignored}, nil
 	}
-	o, err := order.Get(ctx, db.New(in.pool), ev.Data.OrderID)
+	o, err := order.Get(ctx, queries.New(in.pool), ev.Data.OrderID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -131,7 +131,7 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	ctx, step := telemetry.StartStep(ctx, in.metrics, "payment_event_accepted", effect.WebhookInbox)
 	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
 		if in.inbox {
-			n, err := db.New(tx).WebhookInboxInsert(ctx, db.WebhookInboxInsertParams{
+			n, err := queries.New(tx).WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{
 				EventID: ev.ID, EventType: ev.Type,
 				OrderID: uuid.NullUUID{UUID: ev.Data.OrderID, Valid: true},
 			})
@@ -143,13 +143,13 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 				return nil
 			}
 		}
-		msg, err := event.NewOrderPaid(event.OrderPaid{
+		msg, err := messages.NewOrderPaid(messages.OrderPaid{
 			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
 		})
 		if err != nil {
 			return err
 		}
-		return outbox.Publish(ctx, tx, event.TopicOrderPaid, msg)
+		return outbox.Publish(ctx, tx, messages.TopicOrderPaid, msg)
 	})
 	if err != nil {
 		err = fmt.Errorf("accept event %s: %w", ev.ID, err)

@@ -1,4 +1,4 @@
--- Queries of the benchmark and the soak (internal/bench, internal/soak).
+-- Queries of the benchmark and the soak (internal/lab/bench, internal/lab/soak).
 -- They seed a throw-away database in bulk and read back what happened; the
 -- service itself never runs them.
 

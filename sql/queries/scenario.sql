@@ -1,5 +1,5 @@
 -- name: ScenarioProviderCalls :one
--- (Read by the scenario runner, internal/scenario.)
+-- (Read by the scenario runner, internal/lab/scenario.)
 -- How often the notification provider was called for these orders, replays
 -- included. The audit's notification_sent counts only real sends; the
 -- difference is the calls an inbox would have saved.

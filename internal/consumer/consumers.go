@@ -1,0 +1,67 @@
+package consumer
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// Handler names, as stored in the execution log and used as consumer groups.
+const (
+	HandlerOrderPaid      = "order_paid"
+	HandlerOrderConfirmed = "order_confirmed"
+)
+
+// Consumers holds what the handlers need.
+type Consumers struct {
+	pool     *pgxpool.Pool
+	q        *queries.Queries
+	notifier *notify.Client
+	// direct publishes to the broker, bypassing the outbox; used only when
+	// Guards.Outbox is off.
+	direct message.Publisher
+	faults *faultpoint.Set
+	guards guard.Set
+	// metrics counts executions and guard answers; logger logs each
+	// execution. Both nil unless WithTelemetry.
+	metrics *telemetry.Metrics
+	logger  *slog.Logger
+}
+
+// NewConsumers wires the handlers. faults may be nil (no fault injection).
+func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher, faults *faultpoint.Set, guards guard.Set) *Consumers {
+	return &Consumers{pool: pool, q: queries.New(pool), notifier: notifier, direct: direct, faults: faults, guards: guards}
+}
+
+// WithTelemetry returns a copy of c that counts its executions and its
+// guards' answers in m, and logs one line per execution on logger, with the
+// trace and span ids when logger's handler is telemetry.NewLogHandler. Either
+// may be nil. Spans need no setting: they continue the delivery's span.
+func (c *Consumers) WithTelemetry(m *telemetry.Metrics, logger *slog.Logger) *Consumers {
+	cp := *c
+	cp.metrics, cp.logger = m, logger
+	return &cp
+}
+
+// permanentError marks a failure that retrying cannot fix; the router sends
+// such messages to the poison queue at once.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return permanentError{err: err} }
+
+// IsPermanent reports whether err can never succeed on retry.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,103 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// execution is one handler run: what it was given and what each guard said.
+type execution struct {
+	handler   string
+	messageID string
+	orderID   uuid.NullUUID
+	results   []effect.Result
+	metrics   *telemetry.Metrics
+	// steps are the guarded steps begun; record closes any left open.
+	steps []*telemetry.Step
+}
+
+// newExecution starts the record of one run of handler on one message.
+func (c *Consumers) newExecution(handler, messageID string) *execution {
+	return &execution{handler: handler, messageID: messageID, metrics: c.metrics}
+}
+
+func (e *execution) add(effectName string, t effect.Technique, o effect.Outcome) {
+	e.results = append(e.results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
+}
+
+// step is one guarded step of a run, in flight.
+type step struct {
+	*telemetry.Step
+	run *execution
+}
+
+// begin starts a guarded step: its span "effect <name>" opens now, as a child
+// of the span in ctx, so the step's queries and calls nest under it. Do the
+// step's work with the returned context and report the guard's answer with
+// end.
+func (e *execution) begin(ctx context.Context, effectName string, t effect.Technique) (context.Context, step) {
+	ctx, s := telemetry.StartStep(ctx, e.metrics, effectName, t)
+	e.steps = append(e.steps, s)
+	return ctx, step{Step: s, run: e}
+}
+
+// end records the guard's answer: in the run's results (the execution log),
+// on the step's span (idempotency.outcome) and in the effect counters.
+func (s step) end(o effect.Outcome) {
+	s.run.add(s.Effect(), s.Technique(), o)
+	s.Step.End(o)
+}
+
+// record writes the run to the execution log and returns runErr unchanged.
+// The log write uses a context that outlives a cancelled delivery, so a run
+// cut short by shutdown is still counted. Steps the run began but did not
+// end (it failed in the middle of one) are closed with runErr.
+func (c *Consumers) record(ctx context.Context, e *execution, runErr error) error {
+	for _, s := range e.steps {
+		s.Fail(runErr)
+	}
+	c.metrics.Execution(ctx, e.handler, runErr)
+	if c.logger != nil {
+		// The error itself is returned, and the router logs it: here only
+		// whether the run failed.
+		c.logger.InfoContext(ctx, "execution", "handler", e.handler, "message_id", e.messageID,
+			"order_id", e.orderID.UUID.String(), "outcomes", e.summary(), "failed", runErr != nil)
+	}
+	outcomes, err := json.Marshal(e.results)
+	if err != nil {
+		return fmt.Errorf("encode execution outcomes: %w", err)
+	}
+	var errText pgtype.Text
+	if runErr != nil {
+		errText = pgtype.Text{String: runErr.Error(), Valid: true}
+	}
+	if err := c.q.ExecutionInsert(context.WithoutCancel(ctx), queries.ExecutionInsertParams{
+		Handler:   e.handler,
+		MessageID: e.messageID,
+		OrderID:   e.orderID,
+		Outcomes:  outcomes,
+		Error:     errText,
+	}); err != nil && runErr == nil {
+		return fmt.Errorf("write execution log: %w", err)
+	}
+	return runErr
+}
+
+// summary is the run's answers in one short string for the log line, e.g.
+// "paid=already_applied commission=already_applied".
+func (e *execution) summary() string {
+	parts := make([]string, len(e.results))
+	for i, r := range e.results {
+		parts[i] = r.Effect + "=" + string(r.Outcome)
+	}
+	return strings.Join(parts, " ")
+}

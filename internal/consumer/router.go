@@ -1,0 +1,93 @@
+package consumer
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/poison"
+)
+
+// RouterConfig tunes retries and shutdown. Zero values take the defaults.
+type RouterConfig struct {
+	// MaxRetries is how often a transient failure is retried in-process
+	// before the message is handed back to the broker (default 5).
+	MaxRetries int
+	// RetryInitialInterval is the first backoff (default 100ms, doubling up to 2s).
+	RetryInitialInterval time.Duration
+	// CloseTimeout is how long in-flight handlers get to finish, and their
+	// messages to be acknowledged, at shutdown (default 10s); what does not
+	// finish is left for redelivery. See broker.NewDraining.
+	CloseTimeout time.Duration
+	// Outer middlewares wrap the whole policy, once per delivery (tracing).
+	Outer []message.HandlerMiddleware
+	// Inner middlewares run inside the retries, right around the handler.
+	Inner []message.HandlerMiddleware
+}
+
+// NewRouter subscribes both consumers on b, behind the failure policy:
+//
+//   - a permanent failure (malformed payload, unknown order, a request the
+//     provider refuses) goes to the poison queue at once, with its reason;
+//   - a panic is retried, then poisoned: a handler that panics on a message
+//     will panic again;
+//   - any other failure is transient: retried with exponential backoff, then
+//     returned to the broker (nack), which redelivers it later.
+//
+// PoisonQueue is added first so it wraps Retry: a message is poisoned only
+// after Retry has given up on it or declined to retry it.
+func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger watermill.LoggerAdapter, cfg RouterConfig) (*message.Router, error) {
+	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: closeTimeout}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("create router: %w", err)
+	}
+	toPoison, err := middleware.PoisonQueueWithFilter(poisonQueue, poison.Topic, func(err error) bool {
+		return IsPermanent(err) || isPanic(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create poison queue middleware: %w", err)
+	}
+	r.AddMiddleware(cfg.Outer...)
+	r.AddMiddleware(
+		toPoison,
+		middleware.Retry{
+			MaxRetries:      cmp.Or(cfg.MaxRetries, 5),
+			InitialInterval: cmp.Or(cfg.RetryInitialInterval, 100*time.Millisecond),
+			MaxInterval:     2 * time.Second,
+			Multiplier:      2,
+			ShouldRetry:     func(p middleware.RetryParams) bool { return !IsPermanent(p.Err) },
+			Logger:          logger,
+		}.Middleware,
+		middleware.Recoverer,
+	)
+	r.AddMiddleware(cfg.Inner...)
+	for _, h := range []struct {
+		name, topic string
+		fn          message.NoPublishHandlerFunc
+	}{
+		{HandlerOrderPaid, messages.TopicOrderPaid, c.HandleOrderPaid},
+		{HandlerOrderConfirmed, messages.TopicOrderConfirmed, c.HandleOrderConfirmed},
+	} {
+		sub, err := b.Subscriber(h.name)
+		if err != nil {
+			return nil, err
+		}
+		// The drain gets most of the close timeout; the rest is for
+		// closing the subscription, which writes the acks.
+		r.AddConsumerHandler(h.name, h.topic, broker.NewDraining(sub, closeTimeout*3/4), h.fn)
+	}
+	return r, nil
+}
+
+func isPanic(err error) bool {
+	var p middleware.RecoveredPanicError
+	return errors.As(err, &p)
+}

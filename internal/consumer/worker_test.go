@@ -1,0 +1,93 @@
+package consumer_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+)
+
+// bundle is one test's world: its own database, its own notification
+// provider, consumers wired to both.
+type bundle struct {
+	pool     *pgxpool.Pool
+	q        *queries.Queries
+	provider *fakes.Notifier
+	faults   *faultpoint.Set
+	c        *consumer.Consumers
+}
+
+func setup(t *testing.T, guards guard.Set) *bundle {
+	t.Helper()
+	pool, _ := pgtest.NewDatabase(t)
+	provider := fakes.NewNotifier()
+	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
+	t.Cleanup(srv.Close)
+	faults := faultpoint.New(nil)
+	return &bundle{
+		pool: pool, q: queries.New(pool), provider: provider, faults: faults,
+		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil, faults, guards),
+	}
+}
+
+// newOrder creates a pending order of 100.00 BRL with an affiliate.
+func (b *bundle) newOrder(t *testing.T) queries.Order {
+	t.Helper()
+	o, err := order.Create(context.Background(), b.q, order.NewOrder{
+		CustomerID: "c1", AffiliateID: "a1", AmountCents: 10000, Currency: "BRL",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// orderPaid builds the order_paid a given provider event produces.
+func orderPaid(t *testing.T, o queries.Order, eventID string) *message.Message {
+	t.Helper()
+	msg, err := messages.NewOrderPaid(messages.OrderPaid{OrderID: o.ID, AmountCents: o.AmountCents, Source: "webhook:" + eventID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// deliver hands the handler a fresh copy of msg, as a broker redelivery does.
+func deliver(h func(*message.Message) error, msg *message.Message) error {
+	c := msg.Copy()
+	c.SetContext(context.Background())
+	return h(c)
+}
+
+func (b *bundle) audit(t *testing.T, id uuid.UUID) queries.AuditOrderRow {
+	t.Helper()
+	a, err := b.q.AuditOrder(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// outboxConfirmation returns the order_confirmed message the order_paid
+// handler wrote to the outbox, as the relay would deliver it.
+func outboxConfirmation(t *testing.T, o queries.Order) *message.Message {
+	t.Helper()
+	msg, err := messages.NewOrderConfirmed(o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+)
+
+// DeleteTopology removes what a run left on a shared broker under its
+// prefix: RabbitMQ queues and exchanges, NATS streams (with their durable
+// consumers). PostgreSQL needs nothing: the run's database is dropped.
+func DeleteTopology(broker, amqpURL, natsURL, prefix string) error {
+	groups := map[string]string{
+		messages.TopicOrderPaid:      consumer.HandlerOrderPaid,
+		messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed,
+	}
+	switch broker {
+	case config.BrokerAMQP:
+		conn, err := amqp091.Dial(amqpURL)
+		if err != nil {
+			return fmt.Errorf("delete RabbitMQ queues of %s: %w", prefix, err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			return fmt.Errorf("delete RabbitMQ queues of %s: %w", prefix, err)
+		}
+		var errs []error
+		for topic, group := range groups {
+			_, err := ch.QueueDelete(prefix+topic+"_"+group, false, false, false)
+			errs = append(errs, err)
+			errs = append(errs, ch.ExchangeDelete(prefix+topic, false, false))
+		}
+		return errors.Join(errs...)
+	case config.BrokerNATS:
+		nc, err := nats.Connect(natsURL)
+		if err != nil {
+			return fmt.Errorf("delete NATS streams of %s: %w", prefix, err)
+		}
+		defer nc.Close()
+		js, err := nc.JetStream()
+		if err != nil {
+			return fmt.Errorf("delete NATS streams of %s: %w", prefix, err)
+		}
+		var errs []error
+		for topic := range groups {
+			if err := js.DeleteStream(prefix + topic); err != nil && !errors.Is(err, nats.ErrStreamNotFound) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}

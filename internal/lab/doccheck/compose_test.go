@@ -1,0 +1,424 @@
+package doccheck_test
+
+// There is no Docker engine where these tests run, so docker-compose.yml is
+// checked the next best way: loaded with compose-spec's Go loader (the code
+// docker compose itself uses to read the file) and cross-checked against what
+// orderpaid actually reads and serves.
+
+import (
+	"cmp"
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+)
+
+// orderpaidImage is the image every orderpaid service runs (built once from
+// the Dockerfile).
+const orderpaidImage = "orderpaid:dev"
+
+// subcommands mirrors subcommands() in cmd/orderpaid/run.go;
+// TestComposeSubcommandListIsCurrent fails when the two drift apart.
+var subcommands = []string{"migrate", "api", "worker", "fakes", "demo", "all", "backfill", "reprocess", "retention", "scenario", "bench", "soak"}
+
+// oneShot are the subcommands that do their job and exit.
+var oneShot = map[string]bool{"migrate": true, "demo": true, "backfill": true, "reprocess": true, "retention": true, "scenario": true, "bench": true, "soak": true}
+
+// infraPorts are the ports the third-party images listen on, by image name.
+var infraPorts = map[string][]string{
+	"postgres":             {"5432"},
+	"rabbitmq":             {"5672"},
+	"nats":                 {"4222"},
+	"jaegertracing/jaeger": {"4317", "4318"},
+}
+
+// loadCompose loads docker-compose.yml at the repository root as `docker compose --profile
+// profiles... up` would with env as the shell's environment.
+func loadCompose(t *testing.T, env map[string]string, profiles ...string) *types.Project {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "docker-compose.yml")}},
+		Environment: types.Mapping(env),
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, loader.WithProfiles(profiles))
+	if err != nil {
+		t.Fatalf("load docker-compose.yml (profiles %v): %v", profiles, err)
+	}
+	return p
+}
+
+// loadAll loads every service, whatever its profile.
+func loadAll(t *testing.T) *types.Project { return loadCompose(t, nil, "*") }
+
+// orderpaidServices returns the services running the orderpaid image, by name.
+func orderpaidServices(p *types.Project) []types.ServiceConfig {
+	var out []types.ServiceConfig
+	for _, s := range p.Services {
+		if s.Image == orderpaidImage {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func subcommand(s types.ServiceConfig) string {
+	if len(s.Command) == 0 {
+		return ""
+	}
+	return s.Command[0]
+}
+
+// getenv reads the service's environment as the process in it would.
+func getenv(s types.ServiceConfig) func(string) string {
+	return func(k string) string {
+		if v := s.Environment[k]; v != nil {
+			return *v
+		}
+		return ""
+	}
+}
+
+// serviceConfig is what orderpaid would load inside the service.
+func serviceConfig(t *testing.T, s types.ServiceConfig) config.Config {
+	t.Helper()
+	cfg, err := config.Load(getenv(s))
+	if err != nil {
+		t.Fatalf("service %s: config.Load: %v", s.Name, err)
+	}
+	return cfg
+}
+
+// listenPorts are the ports an orderpaid service serves HTTP on.
+func listenPorts(t *testing.T, s types.ServiceConfig) []string {
+	t.Helper()
+	cfg := serviceConfig(t, s)
+	var addrs []string
+	switch subcommand(s) {
+	case "api":
+		addrs = []string{cfg.HTTPAddr}
+	case "fakes":
+		addrs = []string{cfg.FakesAddr}
+	case "all":
+		addrs = []string{cfg.HTTPAddr, cfg.FakesAddr}
+	}
+	var ports []string
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			t.Fatalf("service %s: listen address %q: %v", s.Name, a, err)
+		}
+		ports = append(ports, port)
+	}
+	return ports
+}
+
+func imageName(image string) string {
+	name, _, _ := strings.Cut(image, ":")
+	return name
+}
+
+func TestComposeStarts(t *testing.T) {
+	base := []string{"api", "fakes", "jaeger", "migrate", "postgres", "worker"}
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		profiles []string
+		extra    []string
+		broker   string
+	}{
+		{"docker compose up", nil, nil, nil, config.BrokerPostgres},
+		{"BROKER=amqp docker compose --profile amqp up", map[string]string{"BROKER": "amqp"}, []string{"amqp"}, []string{"rabbitmq"}, config.BrokerAMQP},
+		{"BROKER=nats docker compose --profile nats up", map[string]string{"BROKER": "nats"}, []string{"nats"}, []string{"nats"}, config.BrokerNATS},
+		{"docker compose --profile demo up", nil, []string{"demo"}, []string{"scenarios"}, config.BrokerPostgres},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := loadCompose(t, tc.env, tc.profiles...)
+			want := append(slices.Clone(base), tc.extra...)
+			sort.Strings(want)
+			if got := p.ServiceNames(); !slices.Equal(got, want) {
+				t.Errorf("services = %v, want %v", got, want)
+			}
+			for _, s := range orderpaidServices(p) {
+				if s.Environment["BROKER"] == nil {
+					continue
+				}
+				if cfg := serviceConfig(t, s); cfg.Broker != tc.broker {
+					t.Errorf("service %s: BROKER = %q, want %q", s.Name, cfg.Broker, tc.broker)
+				}
+			}
+		})
+	}
+}
+
+func TestComposeOrderpaidServicesShareOneImage(t *testing.T) {
+	p := loadAll(t)
+	for _, s := range p.Services {
+		if s.Build != nil && s.Image != orderpaidImage {
+			t.Errorf("service %s builds the Dockerfile into %q, want %q (one image, built once)", s.Name, s.Image, orderpaidImage)
+		}
+	}
+	for _, s := range orderpaidServices(p) {
+		if s.Build == nil {
+			t.Errorf("service %s runs %s but has no build section: docker compose up would try to pull it", s.Name, orderpaidImage)
+		}
+	}
+}
+
+func TestComposeEnvironmentIsWhatConfigReads(t *testing.T) {
+	names := map[string]string{} // OTEL_SERVICE_NAME -> service
+	for _, s := range orderpaidServices(loadAll(t)) {
+		t.Run(s.Name, func(t *testing.T) {
+			for k := range s.Environment {
+				if !slices.Contains(config.Variables, k) && !strings.HasPrefix(k, "OTEL_") {
+					t.Errorf("sets %s, which orderpaid does not read (config.Variables or OTEL_*)", k)
+				}
+			}
+			serviceConfig(t, s) // every value validates
+			if v := getenv(s)("WEBHOOK_SECRET"); v != "" && v != config.DevWebhookSecret {
+				t.Errorf("WEBHOOK_SECRET = %q, want the documented dev value config.DevWebhookSecret", v)
+			}
+			if slices.Contains(s.Command, "api") {
+				// The api refuses the dev secret outside a dev run.
+				if _, _, err := serviceConfig(t, s).WebhookSecretFor(false); err != nil {
+					t.Errorf("the api would refuse to start: %v", err)
+				}
+			}
+			name := getenv(s)("OTEL_SERVICE_NAME")
+			if other, dup := names[name]; name == "" || dup {
+				t.Errorf("OTEL_SERVICE_NAME = %q (also used by %q): want one name per service to tell them apart in Jaeger", name, other)
+			}
+			names[name] = s.Name
+		})
+	}
+}
+
+func TestComposeEveryBrokerValidates(t *testing.T) {
+	for _, broker := range []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS} {
+		p := loadCompose(t, map[string]string{"BROKER": broker}, "*")
+		for _, s := range orderpaidServices(p) {
+			if cfg, err := config.Load(getenv(s)); err != nil {
+				t.Errorf("BROKER=%s, service %s: %v", broker, s.Name, err)
+			} else if s.Environment["BROKER"] != nil && cfg.Broker != broker {
+				t.Errorf("BROKER=%s, service %s: got broker %q", broker, s.Name, cfg.Broker)
+			}
+		}
+	}
+}
+
+func TestComposeCommandsAreSubcommands(t *testing.T) {
+	for _, s := range orderpaidServices(loadAll(t)) {
+		cmd := subcommand(s)
+		if !slices.Contains(subcommands, cmd) {
+			t.Errorf("service %s: command %v: %q is not an orderpaid subcommand %v", s.Name, s.Command, cmd, subcommands)
+		}
+		if len(s.Entrypoint) > 0 {
+			t.Errorf("service %s overrides the image's ENTRYPOINT (%v): the command would not reach orderpaid", s.Name, s.Entrypoint)
+		}
+		if oneShot[cmd] && s.Restart != "" && s.Restart != types.RestartPolicyNo {
+			t.Errorf("service %s runs the one-shot %q with restart %q: it would run again after it succeeds", s.Name, cmd, s.Restart)
+		}
+		if !oneShot[cmd] {
+			cfg := serviceConfig(t, s)
+			if s.StopGracePeriod == nil || *s.StopGracePeriod <= types.Duration(cfg.ShutdownTimeout) {
+				t.Errorf("service %s: stop_grace_period %v is not longer than SHUTDOWN_TIMEOUT %v: Docker would SIGKILL a graceful shutdown", s.Name, s.StopGracePeriod, cfg.ShutdownTimeout)
+			}
+		}
+	}
+}
+
+func TestComposePortsMatchListenAddresses(t *testing.T) {
+	for _, s := range orderpaidServices(loadAll(t)) {
+		listen := listenPorts(t, s)
+		published := map[string]bool{}
+		for _, port := range s.Ports {
+			target := strconv.Itoa(int(port.Target))
+			if !slices.Contains(listen, target) {
+				t.Errorf("service %s publishes container port %s but listens on %v", s.Name, target, listen)
+			}
+			if port.Published != "" && port.Published != target {
+				t.Errorf("service %s publishes %s on host port %s: keep them equal so the documented localhost:%s works", s.Name, target, port.Published, target)
+			}
+			published[target] = true
+		}
+		for _, l := range listen {
+			if !published[l] {
+				t.Errorf("service %s listens on %s but does not publish it", s.Name, l)
+			}
+		}
+		if s.GetScale() > 1 && len(s.Ports) > 0 {
+			t.Errorf("service %s has %d replicas and published ports: the replicas would fight for the host port", s.Name, s.GetScale())
+		}
+	}
+}
+
+func TestComposeHealthchecksHitTheService(t *testing.T) {
+	wantPath := map[string]string{"api": "/readyz", "fakes": "/healthz"}
+	for _, s := range orderpaidServices(loadAll(t)) {
+		want, serves := wantPath[subcommand(s)]
+		if !serves {
+			continue
+		}
+		if s.HealthCheck == nil || s.HealthCheck.Disable {
+			t.Errorf("service %s serves HTTP but has no healthcheck", s.Name)
+			continue
+		}
+		i := slices.IndexFunc(s.HealthCheck.Test, func(a string) bool { return strings.HasPrefix(a, "http://") })
+		if i < 0 {
+			t.Errorf("service %s: healthcheck %v calls no URL", s.Name, s.HealthCheck.Test)
+			continue
+		}
+		u, err := url.Parse(s.HealthCheck.Test[i])
+		if err != nil || u.Path != want || !slices.Contains(listenPorts(t, s), u.Port()) {
+			t.Errorf("service %s: healthcheck URL %q, want %s on one of its ports %v", s.Name, s.HealthCheck.Test[i], want, listenPorts(t, s))
+		}
+	}
+}
+
+func TestComposeDependsOnConditions(t *testing.T) {
+	p := loadAll(t)
+	for _, s := range p.Services {
+		for name, dep := range s.DependsOn {
+			target, ok := p.Services[name]
+			if !ok {
+				t.Errorf("service %s depends on %q, which does not exist", s.Name, name)
+				continue
+			}
+			switch dep.Condition {
+			case types.ServiceConditionHealthy:
+				if target.HealthCheck == nil || target.HealthCheck.Disable || len(target.HealthCheck.Test) == 0 {
+					t.Errorf("service %s waits for %s to be healthy, but %s has no healthcheck: it would never start", s.Name, name, name)
+				}
+			case types.ServiceConditionCompletedSuccessfully:
+				if target.Image != orderpaidImage || !oneShot[subcommand(target)] {
+					t.Errorf("service %s waits for %s to complete, but %s is not a one-shot (%v): it would never start", s.Name, name, name, target.Command)
+				}
+			}
+		}
+	}
+	for _, s := range orderpaidServices(p) {
+		if cmd := subcommand(s); cmd == "migrate" || cmd == "fakes" {
+			continue // migrate makes the schema; the fakes use no database
+		}
+		waits := false
+		for name, dep := range s.DependsOn {
+			waits = waits || (subcommand(p.Services[name]) == "migrate" && dep.Condition == types.ServiceConditionCompletedSuccessfully)
+		}
+		if !waits {
+			t.Errorf("service %s uses the database but does not wait for migrate to complete successfully", s.Name)
+		}
+	}
+}
+
+func TestComposeURLsNameServices(t *testing.T) {
+	p := loadAll(t)
+	// serves says which subcommand must answer a URL variable, when it points
+	// at an orderpaid service.
+	serves := map[string][]string{"FAKES_URL": {"fakes", "all"}, "WEBHOOK_URL": {"api", "all"}}
+	for _, s := range orderpaidServices(p) {
+		for _, name := range []string{"DATABASE_URL", "AMQP_URL", "NATS_URL", "FAKES_URL", "WEBHOOK_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+			v := getenv(s)(name)
+			if v == "" {
+				continue
+			}
+			u, err := url.Parse(v)
+			if err != nil {
+				t.Errorf("service %s: %s=%q: %v", s.Name, name, v, err)
+				continue
+			}
+			target, ok := p.Services[u.Hostname()]
+			if !ok {
+				t.Errorf("service %s: %s=%q: no service named %q", s.Name, name, v, u.Hostname())
+				continue
+			}
+			ports := infraPorts[imageName(target.Image)]
+			if target.Image == orderpaidImage {
+				ports = listenPorts(t, target)
+				if want := serves[name]; !slices.Contains(want, subcommand(target)) {
+					t.Errorf("service %s: %s=%q: %s runs %q, want one of %v", s.Name, name, v, u.Hostname(), subcommand(target), want)
+				}
+			}
+			if !slices.Contains(ports, u.Port()) {
+				t.Errorf("service %s: %s=%q: %s listens on %v, not %q", s.Name, name, v, u.Hostname(), ports, u.Port())
+			}
+			if name == "WEBHOOK_URL" && u.Path != "/webhooks/payments" {
+				t.Errorf("service %s: WEBHOOK_URL path %q, want /webhooks/payments", s.Name, u.Path)
+			}
+			checkCredentials(t, s.Name+": "+name, u, target)
+		}
+	}
+}
+
+// checkCredentials checks that the user and password in u are the ones the
+// infrastructure service it names is started with, and marked dev-only.
+func checkCredentials(t *testing.T, what string, u *url.URL, target types.ServiceConfig) {
+	t.Helper()
+	env := getenv(target)
+	var user, pass string
+	switch imageName(target.Image) {
+	case "postgres":
+		user, pass = cmp.Or(env("POSTGRES_USER"), "postgres"), env("POSTGRES_PASSWORD")
+	case "rabbitmq":
+		user, pass = cmp.Or(env("RABBITMQ_DEFAULT_USER"), "guest"), cmp.Or(env("RABBITMQ_DEFAULT_PASS"), "guest")
+	default:
+		return
+	}
+	gotPass, _ := u.User.Password()
+	if u.User.Username() != user || gotPass != pass {
+		t.Errorf("%s: credentials %q do not match the %s service's (user %q)", what, u.User, target.Name, user)
+	}
+	if !strings.Contains(pass, "dev_only") {
+		t.Errorf("%s: password of %s is not a documented dev-only value (want it to say dev_only)", what, target.Name)
+	}
+}
+
+// TestComposeSubcommandListIsCurrent reads the keys of subcommands() in
+// cmd/orderpaid/run.go, so the list above cannot silently go stale.
+func TestComposeSubcommandListIsCurrent(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "cmd", "orderpaid", "run.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		fn, ok := n.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "subcommands" {
+			return true
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if kv, ok := n.(*ast.KeyValueExpr); ok {
+				if lit, ok := kv.Key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					name, _ := strconv.Unquote(lit.Value)
+					got = append(got, name)
+				}
+				return false
+			}
+			return true
+		})
+		return false
+	})
+	want := slices.Clone(subcommands)
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("cmd/orderpaid/run.go subcommands() = %v, this test's list = %v: update the list", got, want)
+	}
+}

@@ -1,0 +1,65 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+)
+
+// Open creates a fresh, migrated database, as NewDatabase does, for code that
+// has no testing.TB: the runnable Example functions of the guards. The
+// returned drop closes the pool and drops the database; call it when done.
+func Open(ctx context.Context) (pool *pgxpool.Pool, drop func(), err error) {
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+	tpl, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prepare template database: %w", err)
+	}
+	name := "orderpaid_example_" + randomHex(6)
+	if err := createFromTemplate(ctx, admin, name, tpl); err != nil {
+		return nil, nil, fmt.Errorf("create example database: %w", err)
+	}
+	pool, err = postgres.Connect(ctx, withDatabase(AdminURL(), name))
+	if err != nil {
+		return nil, nil, err
+	}
+	drop = func() {
+		pool.Close()
+		c, err := pgx.Connect(context.Background(), AdminURL())
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return pool, drop, nil
+}
+
+// MainExamples is the TestMain of a package whose examples need PostgreSQL.
+// An Example cannot skip itself, so when the server is unreachable outside CI
+// the package's tests are skipped as a whole, with a message, the way
+// NewDatabase skips a test; in CI (CI set) they run and fail loudly.
+//
+//	func TestMain(m *testing.M) { pgtest.MainExamples(m) }
+func MainExamples(m *testing.M) {
+	c, err := pgx.Connect(context.Background(), AdminURL())
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			fmt.Printf("skipping: PostgreSQL not reachable at %s: %v\n", AdminURL(), err)
+			os.Exit(0)
+		}
+	} else {
+		c.Close(context.Background())
+	}
+	os.Exit(m.Run())
+}

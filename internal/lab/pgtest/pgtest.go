@@ -1,0 +1,156 @@
+// Package pgtest gives each test its own PostgreSQL database, created from a
+// migrated template, so tests run in parallel against a real server and never
+// see each other's rows.
+package pgtest
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/sql/migrations"
+)
+
+// AdminURL is the server tests create their databases on: TEST_DATABASE_URL,
+// or the local server of the README.
+func AdminURL() string {
+	return cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+}
+
+// NewDatabase creates a fresh, migrated database for t and returns a pool on it
+// and its URL. The database is dropped when the test ends, unless it failed:
+// then its name is logged so it can be inspected with psql.
+func NewDatabase(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		t.Skipf("PostgreSQL not reachable at %s (start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start): %v", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+
+	tpl, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		t.Fatalf("prepare template database: %v", err)
+	}
+	name := "orderpaid_test_" + randomHex(6)
+	if err := createFromTemplate(ctx, admin, name, tpl); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	url := withDatabase(AdminURL(), name)
+	pool, err := postgres.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect to test database: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		if t.Failed() {
+			t.Logf("kept database %s for inspection: psql %q", name, url)
+			return
+		}
+		c, err := pgx.Connect(context.Background(), AdminURL())
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	return pool, url
+}
+
+// ensureTemplate creates, once per schema version, a migrated database that
+// test databases are copied from. An advisory lock serialises test binaries
+// that start at the same time.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
+	name := "orderpaid_tpl_" + schemaHash()
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(4242001)"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(4242001)")
+
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_building"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	pool, err := postgres.Connect(ctx, withDatabase(AdminURL(), building))
+	if err != nil {
+		return "", err
+	}
+	err = postgres.Migrate(ctx, pool, io.Discard)
+	pool.Close()
+	if err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func createFromTemplate(ctx context.Context, admin *pgx.Conn, name, tpl string) error {
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tpl)
+		if err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}
+
+// schemaHash names the template after the migrations' content, so a changed
+// schema gets a new template instead of a stale one.
+func schemaHash() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(migrations.FS, path)
+		fmt.Fprintf(h, "%s\n%s\n", path, b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func withDatabase(url, name string) string {
+	base, query, _ := strings.Cut(url, "?")
+	base = base[:strings.LastIndex(base, "/")+1] + name
+	if query != "" {
+		return base + "?" + query
+	}
+	return base
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/messages"
+)
+
+// Observe reads the counts now: the API's audit of every tracked order, the
+// fakes' records of real charges and e-mails, and the provider calls logged.
+func (s *Stage) Observe(ctx context.Context) (Counts, error) {
+	c := Counts{Orders: len(s.orders)}
+	tracked := map[string]bool{}
+	for _, id := range s.orders {
+		tracked[id.String()] = true
+		a, err := s.audit(ctx, id)
+		if err != nil {
+			return Counts{}, err
+		}
+		c.ExecOrderPaid += a.Executions["order_paid"]
+		c.ExecOrderConfirmed += a.Executions["order_confirmed"]
+		c.Paid += a.Effects["paid"]
+		c.Commission += a.Effects["commission"]
+		c.Enqueued += a.Effects["confirmation_enqueued"]
+		c.Delivered += a.Effects["confirmation_delivered"]
+	}
+	charges, err := s.charges(ctx)
+	if err != nil {
+		return Counts{}, err
+	}
+	for _, ch := range charges {
+		if tracked[ch.OrderID] {
+			c.Charges++
+		}
+	}
+	sent, err := s.notifications(ctx)
+	if err != nil {
+		return Counts{}, err
+	}
+	for _, n := range sent {
+		if tracked[n.OrderID] {
+			c.Notified++
+		}
+	}
+	if c.ProviderCalls, err = s.q.ScenarioProviderCalls(ctx, s.orders); err != nil {
+		return Counts{}, fmt.Errorf("count provider calls: %w", err)
+	}
+	return c, nil
+}
+
+// WaitFor polls the counts until cond holds, for at most timeout.
+func (s *Stage) WaitFor(ctx context.Context, what string, timeout time.Duration, cond func(Counts) bool) (Counts, error) {
+	deadline := time.Now().Add(timeout)
+	var last Counts
+	var lastErr error
+	for time.Now().Before(deadline) {
+		c, err := s.Observe(ctx)
+		if err == nil && cond(c) {
+			s.Logf("reached: %s: %+v", what, c)
+			return c, nil
+		}
+		last, lastErr = c, err
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return last, err
+		}
+	}
+	if lastErr != nil {
+		return last, fmt.Errorf("%s: not reached within %s: %w", what, timeout, lastErr)
+	}
+	return last, fmt.Errorf("%s: not reached within %s; last counts %+v", what, timeout, last)
+}
+
+// settle waits until the flow has run its course (settled), the outbox is
+// empty and no count has changed for quiet: the system has done everything
+// it will do. It returns the final counts.
+func (s *Stage) settle(ctx context.Context, settled func(Counts) bool, quiet, timeout time.Duration) (Counts, error) {
+	deadline := time.Now().Add(timeout)
+	var last Counts
+	var lastErr error
+	stableSince := time.Now()
+	for time.Now().Before(deadline) {
+		c, err := s.Observe(ctx)
+		if err == nil {
+			var backlog int64
+			backlog, err = s.q.OutboxBacklog(ctx)
+			if err == nil && backlog > 0 {
+				err = fmt.Errorf("%d message(s) still in the outbox", backlog)
+			}
+		}
+		if err == nil && s.cfg.Broker == "postgres" {
+			err = s.topicsDrained(ctx)
+		}
+		switch {
+		case err != nil:
+			lastErr = err
+			stableSince = time.Now()
+		case c != last:
+			last, lastErr = c, nil
+			stableSince = time.Now()
+		case settled(c) && time.Since(stableSince) >= quiet:
+			return c, nil
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return last, err
+		}
+	}
+	if lastErr != nil {
+		return last, fmt.Errorf("did not settle within %s: %w", timeout, lastErr)
+	}
+	return last, fmt.Errorf("did not settle within %s; last counts %+v", timeout, last)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// topicsDrained fails while a message published on the postgres broker is not
+// yet consumed. Counts alone can stand still for longer than the quiet
+// period while one is waiting: a row becomes visible to the consumer only
+// once every older transaction on the whole server has ended, and other
+// scenarios' and tests' handlers hold transactions open for seconds.
+func (s *Stage) topicsDrained(ctx context.Context) error {
+	for _, t := range []struct{ topic, group string }{
+		{messages.TopicOrderPaid, consumer.HandlerOrderPaid},
+		{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed},
+	} {
+		messages, offsets := pgx.Identifier{"watermill_" + t.topic}.Sanitize(), pgx.Identifier{"watermill_offsets_" + t.topic}.Sanitize()
+		var exists bool
+		if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", messages, offsets).Scan(&exists); err != nil {
+			return fmt.Errorf("look for the %s tables: %w", t.topic, err)
+		}
+		if !exists {
+			continue // nothing published on this topic yet
+		}
+		var waiting int64
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+messages+` m
+			WHERE NOT EXISTS (SELECT 1 FROM `+offsets+` o WHERE o.consumer_group = $1
+				AND (o.last_processed_transaction_id, o.offset_acked) >= (m.transaction_id, m."offset"))`, t.group).Scan(&waiting)
+		if err != nil {
+			return fmt.Errorf("count %s messages not yet consumed: %w", t.topic, err)
+		}
+		if waiting > 0 {
+			return fmt.Errorf("%d %s message(s) not yet consumed", waiting, t.topic)
+		}
+	}
+	return nil
+}

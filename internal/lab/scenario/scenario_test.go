@@ -1,0 +1,79 @@
+package scenario_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
+)
+
+// bin is the orderpaid binary the scenarios start, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "orderpaid-scenario-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "orderpaid")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", bin, "github.com/orderpaid/orderpaid/cmd/orderpaid")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build orderpaid for the scenarios: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestScenarios runs every scenario with all guards on, then with each of its
+// guards off, each in a world of its own (database, ports, processes), and
+// checks the counts it observed: once each with the guards on, the damage
+// with a guard off. A scenario whose guard is off and still shows no damage
+// fails just as one that shows damage with every guard on.
+func TestScenarios(t *testing.T) {
+	t.Parallel()
+	requirePostgres(t)
+	cfg := scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres"}
+	for _, c := range scenario.Matrix(scenario.Catalogue()) {
+		name := c.Scenario.Name
+		if c.Without != "" {
+			name += "/without_" + c.Without
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := scenario.RunOne(context.Background(), cfg, c)
+			if r.Err != nil {
+				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+			}
+			if !r.OK() {
+				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
+			}
+		})
+	}
+}
+
+func requirePostgres(t *testing.T) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pgtest.AdminURL())
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		t.Skipf("PostgreSQL not reachable at %s: %v", pgtest.AdminURL(), err)
+	}
+	conn.Close(context.Background())
+}

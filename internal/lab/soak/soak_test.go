@@ -1,0 +1,124 @@
+package soak_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/soak"
+)
+
+// buildBinary builds cmd/orderpaid into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "orderpaid")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/orderpaid").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// requireNATSServer skips the test when nats-server is not installed, or
+// fails it in CI, where it must be.
+func requireNATSServer(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("nats-server"); err == nil {
+		return
+	}
+	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("nats-server is required in CI")
+	}
+	t.Skip("nats-server is not installed (the soak restarts a private one)")
+}
+
+// The CI-sized soak: 300 orders, 30% duplicate webhooks, worker processes
+// SIGKILLed and restarted gracefully, the (private) NATS server restarted;
+// with ORDERPAID_DISRUPTIVE=1 (scripts/test.sh runs it alone) PostgreSQL is
+// restarted too. Every invariant must hold at the end.
+func TestSoakUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills real processes")
+	}
+	requireNATSServer(t)
+	pgtest.NewDatabase(t) // skips (or fails in CI) when PostgreSQL is down
+	disruptive := os.Getenv("ORDERPAID_DISRUPTIVE") == "1"
+	if !disruptive {
+		t.Parallel()
+	}
+	rep, err := soak.Run(t.Context(), soak.Config{
+		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "nats", LogDir: t.TempDir(),
+		Orders: 300, Rate: 40, Workers: 2, KillEvery: 1500 * time.Millisecond, RestartEvery: 4 * time.Second,
+		RestartPostgres: disruptive, SettleTimeout: 2 * time.Minute, KeepOnFailure: true, Progress: logWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("soak report:\n%s", out.String())
+	if !rep.Passed() {
+		t.Fatal("an invariant did not hold (report above)")
+	}
+	kinds := map[string]int{}
+	for _, f := range rep.Faults {
+		kinds[strings.Fields(f.What)[0]]++
+		if f.Err != nil {
+			t.Errorf("fault %q was not injected cleanly: %v", f.What, f.Err)
+		}
+	}
+	if kinds["SIGKILL"] < 2 || kinds["SIGTERM"] < 1 || kinds["nats-server"] != 1 || (disruptive && kinds["PostgreSQL"] != 1) {
+		t.Errorf("faults injected %v: want at least 2 SIGKILLs, a graceful restart, one nats-server restart (and one PostgreSQL restart when disruptive)", kinds)
+	}
+}
+
+// The soak is worth something only if it fails when a guard is missing:
+// with the ledger key made from the delivery instead of the business
+// intent, the second event of a payment credits a second commission, and
+// the soak must say so.
+func TestSoakCatchesADoubleCommission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	pgtest.NewDatabase(t)
+	t.Parallel()
+	rep, err := soak.Run(t.Context(), soak.Config{
+		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
+		Orders: 40, Rate: 200, Workers: 1, Without: "ledger-key",
+		// With a guard off the checks never all pass, so the soak waits the
+		// whole settle timeout; it runs beside TestSoakUnderFaults, which
+		// takes longer, and 30s leaves room for a loaded machine (8s did not).
+		KillEvery: time.Hour, RestartEvery: time.Hour, SettleTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	if rep.Passed() {
+		t.Fatalf("the soak passed with the ledger key off:\n%s", out.String())
+	}
+	for _, c := range rep.Checks {
+		wantOK := c.Name != "one commission each" && c.Name != "sum of commissions exact"
+		if c.OK != wantOK {
+			t.Errorf("check %q: ok=%v, want %v (%s)", c.Name, c.OK, wantOK, c.Detail)
+		}
+	}
+	if !strings.Contains(out.String(), "FAIL") {
+		t.Errorf("report does not say FAIL:\n%s", out.String())
+	}
+}
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,183 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+)
+
+const lanes = 2
+
+// laneOf asks PostgreSQL which lane a message of orderID is read by.
+func laneOf(t *testing.T, pool *pgxpool.Pool, orderID string) int {
+	t.Helper()
+	var lane int
+	q := `SELECT ` + broker.LaneOf(broker.LaneKeyMessage, lanes) + ` FROM (SELECT json_build_object('order_id', $1::text) AS metadata, ''::text AS uuid) m`
+	if err := pool.QueryRow(t.Context(), q, orderID).Scan(&lane); err != nil {
+		t.Fatalf("lane of %s: %v", orderID, err)
+	}
+	return lane
+}
+
+// ordersInTwoLanes returns two order ids that hash to different lanes.
+func ordersInTwoLanes(t *testing.T, pool *pgxpool.Pool) (string, string) {
+	t.Helper()
+	first := watermill.NewUUID()
+	for range 100 {
+		other := watermill.NewUUID()
+		if laneOf(t, pool, other) != laneOf(t, pool, first) {
+			return first, other
+		}
+	}
+	t.Fatal("100 order ids all in one lane: the lane expression does not spread")
+	return "", ""
+}
+
+func orderMessage(orderID string) *message.Message {
+	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"order_id":"`+orderID+`"}`))
+	msg.Metadata.Set("order_id", orderID)
+	return msg
+}
+
+// A group read in lanes (the outbox relay's) hands out messages by order id:
+// while one order's message is in a handler, another order's message in
+// another lane is handed out (the lanes run in parallel), but the same
+// order's next message is not (one order is handled one message at a time,
+// in order).
+//
+// With one lane the other order waits behind the held message; with lanes
+// keyed on the message id instead of the order id, the same order's second
+// message overtakes the first (in 3 runs of 4: it may hash to the same lane).
+func TestLanesRunOrdersInParallelAndOneOrderInOrder(t *testing.T) {
+	const topic = "lanes"
+	pool, b := lanesSetup(t)
+	sub := newLanedSubscriber(t, pool, topic)
+	slow, other := ordersInTwoLanes(t, pool)
+	slowFirst, slowSecond, otherMsg := orderMessage(slow), orderMessage(slow), orderMessage(other)
+	for _, m := range []*message.Message{slowFirst, slowSecond, otherMsg} {
+		// One publish each: three transactions, in this order.
+		if err := b.Publisher.Publish(topic, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ch, err := sub.Subscribe(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold whatever of the slow order arrives first, unacked, and see what
+	// else is handed out meanwhile.
+	var held *message.Message
+	gotOther := false
+	deadline := time.After(5 * time.Second)
+	for !gotOther || held == nil {
+		select {
+		case msg := <-ch:
+			switch msg.UUID {
+			case otherMsg.UUID:
+				gotOther = true
+				msg.Ack()
+			case slowFirst.UUID:
+				held = msg
+			case slowSecond.UUID:
+				t.Fatalf("the order's second message was handed out before its first (held: %v)", held != nil)
+			}
+		case <-deadline:
+			t.Fatalf("within 5s: other order's message received %v, slow order's first message received %v; "+
+				"a message in a handler must not stop other orders", gotOther, held != nil)
+		}
+	}
+	select {
+	case msg := <-ch:
+		t.Fatalf("message %s handed out while the same order's first message is unacked", msg.UUID)
+	case <-time.After(time.Second):
+	}
+	held.Ack()
+	if got := receive(t, ch); got.UUID != slowSecond.UUID {
+		t.Fatalf("after the first message's ack got %s, want the order's second message %s", got.UUID, slowSecond.UUID)
+	} else {
+		got.Ack()
+	}
+}
+
+// A subscription in lanes is all or nothing: when a lane cannot subscribe,
+// the lanes that already did are stopped before the error is returned. A lane
+// left reading for a subscription nobody got would take the next message of
+// its group, lock the group's position and never hand it out, so another
+// member of the group would skip that position for good.
+//
+// Here lane 1 of a relay's subscriber is closed, so subscribing fails on it;
+// then a message in lane 0 must reach another member of the same group.
+func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
+	const topic = "lanes_fail"
+	pool, b := lanesSetup(t)
+	broken := newLanedSubscriber(t, pool, topic)
+	if err := broker.Lanes(broken)[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.Subscribe(t.Context(), topic); err == nil {
+		t.Fatal("subscribed with a closed lane, want an error")
+	}
+
+	var inLane0 string
+	for inLane0 == "" {
+		if id := watermill.NewUUID(); laneOf(t, pool, id) == 0 {
+			inLane0 = id
+		}
+	}
+	msg := orderMessage(inLane0)
+	if err := b.Publisher.Publish(topic, msg); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := newLanedSubscriber(t, pool, topic).Subscribe(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ch:
+		if got.UUID != msg.UUID {
+			t.Fatalf("got message %s, want %s", got.UUID, msg.UUID)
+		}
+		got.Ack()
+	case <-time.After(5 * time.Second):
+		t.Fatal("lane 0's message did not reach the other member within 5s: " +
+			"the failed subscription's lane 0 is still reading and holds the group's position")
+	}
+}
+
+// lanesSetup is a fresh database and a postgres broker to publish with.
+func lanesSetup(t *testing.T) (*pgxpool.Pool, *broker.Broker) {
+	t.Helper()
+	pool, _ := pgtest.NewDatabase(t)
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return pool, b
+}
+
+// newLanedSubscriber is a member of consumer group "relay" reading topic in
+// lanes by the message's order id, its tables created.
+func newLanedSubscriber(t *testing.T, pool *pgxpool.Pool, topic string) message.Subscriber {
+	t.Helper()
+	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+		ConsumerGroup: "relay", Lanes: lanes, LaneKey: broker.LaneKeyMessage,
+	}, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if err := sub.(message.SubscribeInitializer).SubscribeInitialize(topic); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}

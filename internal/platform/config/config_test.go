@@ -1,0 +1,75 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string // a substring naming the variable; "" for success
+	}{
+		{"defaults", nil, ""},
+		{"every broker", map[string]string{"BROKER": "nats", "BROKER_PREFIX": "t_1"}, ""},
+		{"unknown broker", map[string]string{"BROKER": "kafka"}, "BROKER"},
+		{"bad prefix", map[string]string{"BROKER_PREFIX": "Has.Dots"}, "BROKER_PREFIX"},
+		{"bad URL", map[string]string{"FAKES_URL": "localhost"}, "FAKES_URL"},
+		{"bad duration", map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT"},
+		{"dev run", map[string]string{"ORDERPAID_DEV": "1"}, ""},
+		{"bad dev value", map[string]string{"ORDERPAID_DEV": "yes"}, "ORDERPAID_DEV"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Load(func(k string) string { return tt.env[k] })
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				if cfg.HTTPAddr == "" || cfg.Dev != (tt.env["ORDERPAID_DEV"] == "1") {
+					t.Errorf("defaults not applied: %+v", cfg)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Load error = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestWebhookSecretFor(t *testing.T) {
+	const own = "whsec_0123456789abcdef"
+	for _, tt := range []struct {
+		secret, dev string
+		devRun      bool
+		want, kind  string // want: the secret, or "" when refused
+	}{
+		{own, "", false, own, config.SecretConfigured},
+		{own, "1", true, own, config.SecretConfigured},
+		{"", "", false, "", ""},
+		{config.DevWebhookSecret, "", false, "", ""},
+		{"", "1", false, config.DevWebhookSecret, config.SecretDev},
+		{config.DevWebhookSecret, "", true, config.DevWebhookSecret, config.SecretDev},
+	} {
+		cfg, err := config.Load(func(k string) string {
+			return map[string]string{"WEBHOOK_SECRET": tt.secret, "ORDERPAID_DEV": tt.dev}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, kind, err := cfg.WebhookSecretFor(tt.devRun)
+		if tt.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "WEBHOOK_SECRET") {
+				t.Errorf("secret %q, dev %q, devRun %v: err = %v, want a refusal naming WEBHOOK_SECRET", tt.secret, tt.dev, tt.devRun, err)
+			}
+			continue
+		}
+		if err != nil || string(secret) != tt.want || kind != tt.kind {
+			t.Errorf("secret %q, dev %q, devRun %v: got %q %q %v, want %q %q", tt.secret, tt.dev, tt.devRun, secret, kind, err, tt.want, tt.kind)
+		}
+	}
+}
