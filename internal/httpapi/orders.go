@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,17 +11,27 @@ import (
 
 	"github.com/bojanz/currency"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/stock"
 )
 
 type orderCreateRequest struct {
-	CustomerID  string `json:"customer_id"`
-	AffiliateID string `json:"affiliate_id"`
-	AmountCents int64  `json:"amount_cents"`
-	Currency    string `json:"currency"`
+	CustomerID  string       `json:"customer_id"`
+	AffiliateID string       `json:"affiliate_id"`
+	AmountCents int64        `json:"amount_cents"`
+	Currency    string       `json:"currency"`
+	Items       []order.Item `json:"items"`
 }
+
+// Bounds of an order's items (shared/CONTRACT.md).
+const (
+	maxItems    = 50
+	maxQuantity = 1000
+)
 
 // maxIDLength bounds customer_id and affiliate_id, in characters.
 const maxIDLength = 200
@@ -39,6 +50,32 @@ func (req orderCreateRequest) validate() error {
 		return badRequest{`field "amount_cents" must be a positive integer (at most 100000000000)`}
 	case !validCurrency(req.Currency):
 		return badRequest{`field "currency" must be an ISO 4217 currency code in capitals, such as "BRL", "USD" or "EUR"`}
+	}
+	return validateItems(req.Items)
+}
+
+// errBadItems (422): the items are well-formed JSON but not an order one can
+// fill: too many, a quantity out of range, a SKU twice or misspelt.
+var errBadItems = errors.New("invalid items")
+
+func validateItems(items []order.Item) error {
+	if items == nil {
+		return nil
+	}
+	if len(items) == 0 || len(items) > maxItems {
+		return fmt.Errorf(`%w: field "items" holds 1 to %d items when present, got %d`, errBadItems, maxItems, len(items))
+	}
+	seen := make(map[string]bool, len(items))
+	for i, it := range items {
+		switch {
+		case !stock.ValidSKU(it.SKU):
+			return fmt.Errorf(`%w: "items[%d].sku" must be 1 to 64 letters, digits, "_" or "-"`, errBadItems, i)
+		case it.Quantity < 1 || it.Quantity > maxQuantity:
+			return fmt.Errorf(`%w: "items[%d].quantity" must be 1 to %d`, errBadItems, i, maxQuantity)
+		case seen[it.SKU]:
+			return fmt.Errorf(`%w: SKU %q appears twice: give each SKU once, with its total quantity`, errBadItems, it.SKU)
+		}
+		seen[it.SKU] = true
 	}
 	return nil
 }
@@ -105,8 +142,13 @@ func (s *server) handleOrderCreate(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	o, err := order.Create(r.Context(), s.q, order.NewOrder{
-		CustomerID: req.CustomerID, AffiliateID: req.AffiliateID, AmountCents: req.AmountCents, Currency: req.Currency,
+	var o queries.Order
+	err = postgres.InTx(r.Context(), s.Pool, func(tx pgx.Tx) error {
+		o, err = order.Create(r.Context(), queries.New(tx), order.NewOrder{
+			CustomerID: req.CustomerID, AffiliateID: req.AffiliateID, AmountCents: req.AmountCents, Currency: req.Currency,
+			Items: req.Items,
+		})
+		return err
 	})
 	if err != nil {
 		s.problem(w, r, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
@@ -54,6 +55,12 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	case signatureError(err) != nil:
 		p.Status, p.Title = http.StatusUnauthorized, "Invalid webhook signature"
 		p.Detail = signatureError(err).Error() + `: send Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> made with the shared secret`
+	case errors.Is(err, stock.ErrNotFound):
+		p.Status, p.Title, p.Detail = http.StatusNotFound, "Unknown SKU", "no stock is set for this SKU: set it with PUT /stock/{sku}"
+	case errors.Is(err, errBadItems):
+		p.Status, p.Title, p.Detail = http.StatusUnprocessableEntity, "Unprocessable request", publicDetail(err, errBadItems)
+	case errors.Is(err, order.ErrUnknownSKU):
+		p.Status, p.Title, p.Detail = http.StatusUnprocessableEntity, "Unprocessable request", publicDetail(err, order.ErrUnknownSKU)
 	case errors.Is(err, order.ErrNotFound):
 		p.Status, p.Title, p.Detail = http.StatusNotFound, "Order not found", "no order has this id"
 	case errors.Is(err, errRouteNotFound):

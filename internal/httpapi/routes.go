@@ -27,6 +27,8 @@ func (s *server) routes() http.Handler {
 	// already makes a browser ask first, so no page can send it cross-site.
 	order.With(s.requireJSON(untypedReadAsJSON)).Post("/orders/{id}/payments", s.handlePaymentCreate)
 	r.Post("/webhooks/payments", s.handleWebhook) // Content-Type not checked: see handleWebhook
+	r.With(s.requireJSON(untypedRefused)).Put("/stock/{sku}", s.handleStockSet)
+	r.Get("/stock/{sku}", s.handleStockGet)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)

@@ -99,6 +99,12 @@ type OrderCharge struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
+type OrderItem struct {
+	OrderID  uuid.UUID `json:"order_id"`
+	Sku      string    `json:"sku"`
+	Quantity int32     `json:"quantity"`
+}
+
 type OrderTransition struct {
 	ID         int64     `json:"id"`
 	OrderID    uuid.UUID `json:"order_id"`
@@ -118,6 +124,28 @@ type PoisonMessage struct {
 	Reason        string     `json:"reason"`
 	CreatedAt     time.Time  `json:"created_at"`
 	ReprocessedAt *time.Time `json:"reprocessed_at"`
+}
+
+type Stock struct {
+	Sku       string    `json:"sku"`
+	Available int32     `json:"available"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type StockMovement struct {
+	ID        int64     `json:"id"`
+	OrderID   uuid.UUID `json:"order_id"`
+	Kind      string    `json:"kind"`
+	MessageID string    `json:"message_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type StockReservation struct {
+	OrderID    uuid.UUID  `json:"order_id"`
+	Sku        string     `json:"sku"`
+	Quantity   int32      `json:"quantity"`
+	ReservedAt time.Time  `json:"reserved_at"`
+	ReleasedAt *time.Time `json:"released_at"`
 }
 
 type WatermillOffsetsOutbox struct {

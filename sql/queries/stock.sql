@@ -1,0 +1,47 @@
+-- name: StockSet :one
+-- Sets a SKU's stock to an absolute value, creating the SKU if needed: a set,
+-- never an increment, so sending it twice changes nothing the second time.
+INSERT INTO stock (sku, available) VALUES ($1, $2)
+ON CONFLICT (sku) DO UPDATE SET available = EXCLUDED.available, updated_at = now()
+RETURNING sku, available;
+
+-- name: StockGet :one
+-- A SKU's stock with the units its live reservations hold.
+SELECT s.sku, s.available,
+       coalesce((SELECT sum(r.quantity) FROM stock_reservations r
+                  WHERE r.sku = s.sku AND r.released_at IS NULL), 0)::bigint AS reserved
+FROM stock s WHERE s.sku = $1;
+
+-- name: StockKnownSKUs :many
+-- Which of the given SKUs exist.
+SELECT sku FROM stock WHERE sku = ANY(sqlc.arg(skus)::text[]);
+
+-- name: OrderItemInsert :exec
+INSERT INTO order_items (order_id, sku, quantity) VALUES ($1, $2, $3);
+
+-- name: OrderItems :many
+-- An order's items in SKU order: the order every transaction locks SKUs in,
+-- so two multi-item orders cannot deadlock.
+SELECT sku, quantity FROM order_items WHERE order_id = $1 ORDER BY sku;
+
+-- name: StockReservationInsert :execrows
+-- The guard: one reservation per (order, SKU). Zero rows: already reserved.
+INSERT INTO stock_reservations (order_id, sku, quantity) VALUES ($1, $2, $3)
+ON CONFLICT (order_id, sku) DO NOTHING;
+
+-- name: StockTake :execrows
+-- The guarded decrement: only while enough is left. Under READ COMMITTED a
+-- concurrent decrement of the same SKU waits, then this WHERE is checked again
+-- against the new row: two orders racing for the last unit never both get it.
+UPDATE stock SET available = available - sqlc.arg(quantity)::integer, updated_at = now()
+WHERE sku = sqlc.arg(sku) AND available >= sqlc.arg(quantity)::integer;
+
+-- name: StockTakeUnguarded :execrows
+-- The naive counter, the mistake behind "--without stock-reservation": it
+-- runs once per delivery. (It still stops at 0: the table's CHECK refuses a
+-- negative count, so the naive version undercounts rather than goes below 0.)
+UPDATE stock SET available = greatest(available - sqlc.arg(quantity)::integer, 0), updated_at = now()
+WHERE sku = sqlc.arg(sku);
+
+-- name: StockMovementInsert :exec
+INSERT INTO stock_movements (order_id, kind, message_id) VALUES ($1, $2, $3);
