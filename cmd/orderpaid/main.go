@@ -1,6 +1,11 @@
-// Command orderpaid runs the order_paid flow: the API, the worker, the fake
-// external providers, and the operator tools (migrate, backfill, reprocess).
-// Run `orderpaid -h` for the list of subcommands.
+// Command orderpaid is one binary for everything this repository runs: the
+// API, the worker (the outbox relay and the two consumers), the operator's
+// tools (migrate, backfill, reprocess, retention) and the lab that
+// demonstrates and measures the service (fakes, all, demo, scenario, bench,
+// soak). Run `orderpaid -h` for the list of subcommands.
+//
+// main only hands the process to run (run.go): SIGINT and SIGTERM cancel its
+// context, a mistake on the command line exits 2, any other error exits 1.
 package main
 
 import (
