@@ -12,8 +12,9 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
-// errTargetsMissed is returned by `bench --strict` when a target of issue 8
-// was not met; the report above it says which.
+// errTargetsMissed is returned by `bench --strict` when a performance target
+// (bench.Report.Targets, docs/performance.md#targets) was not met; the report
+// above it says which.
 var errTargetsMissed = errors.New("bench: at least one target was not met (see the targets above)")
 
 // runBench measures the pipeline with real processes: `orderpaid fakes`,
@@ -28,11 +29,11 @@ func runBench(e env) error {
 	ceilingWorkers := fs.Int("ceiling-workers", 16, "goroutines running the ceiling transaction")
 	runs := fs.String("runs", "off,half", "runs besides the ceiling and guards on, comma-separated: off (guards off), half (half load)")
 	repeat := fs.Int("repeat", 1, "run guards on and guards off this many times, alternately; the targets use the medians")
-	inboxRows := fs.Int("inbox-rows", 0, "also run with this many old rows in each inbox (issue 8: 5000000)")
-	backfill := fs.Int("backfill", 0, "also run a backfill of this many paid orders and report the worker's peak RSS (issue 8: 1000000)")
+	inboxRows := fs.Int("inbox-rows", 0, "also run with this many old rows in each inbox (the target is judged at 5000000)")
+	backfill := fs.Int("backfill", 0, "also run a backfill of this many paid orders and report the worker's peak RSS (the target is judged at 1000000)")
 	logDir := fs.String("logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	keep := fs.Bool("keep", false, "keep each run's database for inspection")
-	strict := fs.Bool("strict", false, "exit 1 when a target of issue 8 is not met")
+	strict := fs.Bool("strict", false, "exit 1 when a performance target (docs/performance.md#targets) is not met")
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}

@@ -67,7 +67,7 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  CPU and peak RSS during the backfill: %s\n", strings.Join(parts, ", "))
 	}
 
-	fmt.Fprintln(w, "\ntargets (issue 8)")
+	fmt.Fprintln(w, "\ntargets (docs/performance.md#targets)")
 	for _, t := range r.Targets() {
 		mark := "met    "
 		if !t.Met {
@@ -91,15 +91,16 @@ func usageCells(us []Usage) string {
 	return strings.Join(cells, "\t")
 }
 
-// Target is one goal of issue 8, judged on the report.
+// Target is one performance target (docs/performance.md#targets), judged
+// on the report.
 type Target struct {
 	Name string
 	Got  string
 	Met  bool
 }
 
-// Targets judges the report against issue 8. Targets whose run was not made
-// are left out.
+// Targets judges the report against the performance targets. Targets whose
+// run was not made are left out.
 func (r Report) Targets() []Target {
 	var out []Target
 	find := func(prefix string) *Result {
