@@ -21,7 +21,9 @@ const (
 // Technique names the protection that answered, as traced and counted.
 type Technique string
 
-// Techniques, one per row of the effect table in the README.
+// Techniques, one per guarded step that reports an answer; the README's
+// effect table says which effect each protects. The per-order charge claim
+// has none of its own: Pay reports its one step, charge, as IdempotencyKey.
 const (
 	StateCheck     Technique = "state_check"
 	LedgerKey      Technique = "unique_ledger_key"
@@ -33,7 +35,7 @@ const (
 )
 
 // Result is one protected step of a handler run: which effect, which guard,
-// what it answered. The execution log stores these per run.
+// what it answered. The execution log stores these for every consumer run.
 type Result struct {
 	Effect    string    `json:"effect"`
 	Technique Technique `json:"technique"`
