@@ -51,8 +51,8 @@ func TestWorkerOnAnotherBrokerRefusesUnreadPostgresMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
-		if err := pg.Provision(topic, group); err != nil {
+	for _, s := range consumer.Subscriptions() {
+		if err := pg.Provision(s.Topic, s.Group); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,17 +144,17 @@ func deleteAMQPTopology(t *testing.T, prefix string) {
 		return
 	}
 	defer conn.Close()
-	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
+	for _, s := range consumer.Subscriptions() {
 		ch, err := conn.Channel() // a failed delete closes its channel
 		if err != nil {
 			t.Logf("clean RabbitMQ up: %v", err)
 			return
 		}
-		if _, err := ch.QueueDelete(prefix+topic+"_"+group, false, false, false); err != nil {
+		if _, err := ch.QueueDelete(prefix+s.Topic+"_"+s.Group, false, false, false); err != nil {
 			t.Logf("delete RabbitMQ queue: %v", err)
 			continue
 		}
-		if err := ch.ExchangeDelete(prefix+topic, false, false); err != nil {
+		if err := ch.ExchangeDelete(prefix+s.Topic, false, false); err != nil {
 			t.Logf("delete RabbitMQ exchange: %v", err)
 		}
 		_ = ch.Close()

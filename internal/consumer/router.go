@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
-	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -69,20 +68,16 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 		middleware.Recoverer,
 	)
 	r.AddMiddleware(cfg.Inner...)
-	for _, h := range []struct {
-		name, topic string
-		fn          message.NoPublishHandlerFunc
-	}{
-		{HandlerOrderPaid, messages.TopicOrderPaid, c.HandleOrderPaid},
-		{HandlerOrderConfirmed, messages.TopicOrderConfirmed, c.HandleOrderConfirmed},
-	} {
-		sub, err := b.Subscriber(h.name)
+	for _, s := range Subscriptions() {
+		sub, err := b.Subscriber(s.Group)
 		if err != nil {
 			return nil, err
 		}
 		// The drain gets most of the close timeout; the rest is for
 		// closing the subscription, which writes the acks.
-		r.AddConsumerHandler(h.name, h.topic, broker.NewDraining(sub, closeTimeout*3/4), h.fn)
+		r.AddConsumerHandler(s.Group, s.Topic, broker.NewDraining(sub, closeTimeout*3/4), func(msg *message.Message) error {
+			return s.Handle(c, msg)
+		})
 	}
 	return r, nil
 }

@@ -8,7 +8,6 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -16,10 +15,6 @@ import (
 // prefix: RabbitMQ queues and exchanges, NATS streams (with their durable
 // consumers). PostgreSQL needs nothing: the run's database is dropped.
 func DeleteTopology(broker, amqpURL, natsURL, prefix string) error {
-	groups := map[string]string{
-		messages.TopicOrderPaid:      consumer.HandlerOrderPaid,
-		messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed,
-	}
 	switch broker {
 	case config.BrokerAMQP:
 		conn, err := amqp091.Dial(amqpURL)
@@ -32,10 +27,10 @@ func DeleteTopology(broker, amqpURL, natsURL, prefix string) error {
 			return fmt.Errorf("delete RabbitMQ queues of %s: %w", prefix, err)
 		}
 		var errs []error
-		for topic, group := range groups {
-			_, err := ch.QueueDelete(prefix+topic+"_"+group, false, false, false)
+		for _, s := range consumer.Subscriptions() {
+			_, err := ch.QueueDelete(prefix+s.Topic+"_"+s.Group, false, false, false)
 			errs = append(errs, err)
-			errs = append(errs, ch.ExchangeDelete(prefix+topic, false, false))
+			errs = append(errs, ch.ExchangeDelete(prefix+s.Topic, false, false))
 		}
 		return errors.Join(errs...)
 	case config.BrokerNATS:
@@ -49,8 +44,8 @@ func DeleteTopology(broker, amqpURL, natsURL, prefix string) error {
 			return fmt.Errorf("delete NATS streams of %s: %w", prefix, err)
 		}
 		var errs []error
-		for topic := range groups {
-			if err := js.DeleteStream(prefix + topic); err != nil && !errors.Is(err, nats.ErrStreamNotFound) {
+		for _, s := range consumer.Subscriptions() {
+			if err := js.DeleteStream(prefix + s.Topic); err != nil && !errors.Is(err, nats.ErrStreamNotFound) {
 				errs = append(errs, err)
 			}
 		}
