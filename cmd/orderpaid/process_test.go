@@ -2,17 +2,16 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
@@ -32,11 +31,7 @@ func binary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "orderpaid")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, buildErr = childproc.Build(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -44,14 +39,14 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
+// freeAddr returns an address on 127.0.0.1 for a process to listen on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // startWorkerProcess starts `orderpaid worker` as a real child process. Its
@@ -149,7 +144,7 @@ func testWorkerKilledAndRestarted(t *testing.T, brokerEnv map[string]string) {
 
 	// First worker: dies (exit 137, like SIGKILL) right after its first
 	// provider call, before the inbox row.
-	first := startWorkerProcess(t, env, "--faults", "order_confirmed.after_provider_call=crash:1")
+	first := startWorkerProcess(t, merge(env, map[string]string{"ORDERPAID_DEV": "1"}), "--faults", "order_confirmed.after_provider_call=crash:1")
 
 	const n = 20
 	ids := make([]string, n)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,7 +60,7 @@ func TestScenarioRun(t *testing.T) {
 		}
 		return ""
 	}
-	err := run(context.Background(), []string{"orderpaid", "scenario", "run", "two-events", "--without", "ledger-key", "--bin", scenarioBinary(t)},
+	err := run(context.Background(), []string{"orderpaid", "scenario", "run", "two-events", "--without", "ledger-key", "--bin", binary(t)},
 		getenv, &out, &progress)
 	if err != nil {
 		t.Fatalf("scenario run: %v\n%s\n%s", err, out.String(), progress.String())
@@ -72,14 +70,4 @@ func TestScenarioRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-}
-
-// scenarioBinary builds cmd/orderpaid into the test's temporary directory.
-func scenarioBinary(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "orderpaid")
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build orderpaid: %v\n%s", err, out)
-	}
-	return path
 }

@@ -2,8 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"net/url"
 	"os"
@@ -23,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
@@ -54,7 +53,7 @@ func testTraceThroughBroker(t *testing.T, kind string) {
 	defer cancel()
 	pool, _ := pgtest.NewDatabase(t)
 	requireBroker(t, kind)
-	topic, group := "tracetest_"+randomHex(t), "tracetest"
+	topic, group := "tracetest_"+tempdb.RandomHex(6), "tracetest"
 	b, err := broker.New(ctx, config.Config{Broker: kind, AMQPURL: traceAMQPURL, NATSURL: traceNATSURL}, pool, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)
@@ -233,13 +232,4 @@ func deleteTopology(t *testing.T, kind, topic, group string) {
 			_ = js.DeleteStream(topic) // its consumers go with it
 		}
 	}
-}
-
-func randomHex(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

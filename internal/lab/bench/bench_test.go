@@ -4,25 +4,14 @@ import (
 	"bytes"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/lab/bench"
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
-
-// buildBinary builds cmd/orderpaid into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "orderpaid")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/orderpaid").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // A small benchmark on the postgres broker runs end to end with real
 // processes, with every guard on and with every guard off, and its report
@@ -36,8 +25,12 @@ func TestSmallBenchmarkCountsEveryEffectOnce(t *testing.T) {
 	t.Parallel()
 	pgtest.NewDatabase(t) // skips (or fails in CI) when PostgreSQL is down
 	const orders = 150
+	bin, err := childproc.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := bench.Suite(t.Context(), bench.Config{
-		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
+		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
 		Orders: orders, Senders: 4, CeilingWorkers: 4, CeilingTxs: 200, Progress: testWriter{t},
 	}, bench.Plan{GuardsOff: true})
 	if err != nil {

@@ -2,24 +2,21 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
-// The statements in this file administer the server (create, drop and
-// checkpoint a database, read its settings): sqlc generates queries against
-// the schema, not DDL naming a database, so they are the only SQL written in
-// Go in this package. Everything else goes through internal/platform/queries.
+// The statements in this file administer the server (checkpoint a database,
+// read its settings; internal/lab/tempdb creates and drops it): sqlc
+// generates queries against the schema, not DDL naming a database, so they
+// are the only SQL written in Go in this package. Everything else goes through internal/platform/queries.
 
 // Database is a throw-away database for one run.
 type Database struct {
@@ -31,16 +28,12 @@ type Database struct {
 // CreateDatabase creates and migrates a fresh database on the server of
 // adminURL. Drop it with Drop.
 func CreateDatabase(ctx context.Context, adminURL, prefix string) (*Database, error) {
-	name := prefix + "_" + RandomHex(4)
-	if err := adminExec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return nil, fmt.Errorf("create database %s (does the DATABASE_URL role have CREATEDB?): %w", name, err)
+	name := prefix + "_" + tempdb.RandomHex(4)
+	dbURL, err := tempdb.Create(ctx, adminURL, name)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(adminURL)
-	if err != nil || u.Scheme == "" {
-		return nil, fmt.Errorf("DATABASE_URL %q is not a postgres:// URL", redact(adminURL))
-	}
-	u.Path = "/" + name
-	d := &Database{Name: name, URL: u.String(), adminURL: adminURL}
+	d := &Database{Name: name, URL: dbURL, adminURL: adminURL}
 	if d.Pool, err = postgres.Connect(ctx, d.URL); err != nil {
 		return nil, err
 	}
@@ -54,12 +47,7 @@ func CreateDatabase(ctx context.Context, adminURL, prefix string) (*Database, er
 // Drop closes the pool and drops the database, disconnecting what is left.
 func (d *Database) Drop() error {
 	d.Pool.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := adminExec(ctx, d.adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("drop database %s (drop it by hand with psql): %w", d.Name, err)
-	}
-	return nil
+	return tempdb.Drop(d.adminURL, d.Name)
 }
 
 // Settle refreshes the planner's statistics of the tables seeded (VACUUM
@@ -100,28 +88,5 @@ func ServerInfo(ctx context.Context, pool *pgxpool.Pool) string {
 	return fmt.Sprintf("PostgreSQL %s, synchronous_commit=%s, shared_buffers=%s, max_connections=%s", version, syncCommit, buffers, maxConns)
 }
 
-func adminExec(ctx context.Context, adminURL, stmt string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to %s (is PostgreSQL running? set DATABASE_URL): %w", redact(adminURL), err)
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, stmt)
-	return err
-}
-
-// redact hides a password in a URL shown in an error.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
-
 // RandomHex returns 2n random hex digits, for names no other run uses.
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func RandomHex(n int) string { return tempdb.RandomHex(n) }

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -52,7 +52,14 @@ type Stack struct {
 // StartStack starts `orderpaid fakes`, `orderpaid api` and cfg.Workers
 // `orderpaid worker` processes, and waits until each says it is listening.
 func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
-	apiAddr, fakesAddr := freeAddr(), freeAddr()
+	apiAddr, err := childproc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	fakesAddr, err := childproc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	s := &Stack{cfg: cfg, API: "http://" + apiAddr, Fakes: "http://" + fakesAddr, Secret: config.DevWebhookSecret}
 	s.env = []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -65,7 +72,6 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"WEBHOOK_SECRET=" + s.Secret,
 		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
 	}
-	var err error
 	if s.fakes, err = s.start(ctx, "fakes", "fakes listening on", nil, "fakes"); err != nil {
 		return nil, err
 	}
@@ -89,7 +95,10 @@ func (s *Stack) StartWorker(ctx context.Context) (*Proc, error) {
 	s.started++
 	name := fmt.Sprintf("worker%d", s.started)
 	s.mu.Unlock()
-	metricsAddr := freeAddr()
+	metricsAddr, err := childproc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	p, err := s.start(ctx, name, "worker running", []string{"METRICS_ADDR=" + metricsAddr}, "worker", "--without", s.cfg.Without)
 	if err != nil {
 		return nil, err
@@ -152,14 +161,4 @@ func (s *Stack) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// freeAddr returns a 127.0.0.1 address with a port free right now.
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

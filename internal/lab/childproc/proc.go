@@ -4,6 +4,8 @@
 // (so a caller can wait for "listening on") and, with its stderr, written to
 // a log file that every error points to. On Linux the kernel kills the child
 // if the parent dies, so an interrupted run leaves no process behind.
+// FreeAddr picks the ports the children listen on and Build builds the
+// binary the tests start.
 package childproc
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -25,22 +26,18 @@ func Open(ctx context.Context) (pool *pgxpool.Pool, drop func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("prepare template database: %w", err)
 	}
-	name := "orderpaid_example_" + randomHex(6)
-	if err := createFromTemplate(ctx, admin, name, tpl); err != nil {
+	name := "orderpaid_example_" + tempdb.RandomHex(6)
+	url, err := tempdb.CreateFrom(ctx, AdminURL(), name, tpl)
+	if err != nil {
 		return nil, nil, fmt.Errorf("create example database: %w", err)
 	}
-	pool, err = postgres.Connect(ctx, withDatabase(AdminURL(), name))
+	pool, err = postgres.Connect(ctx, url)
 	if err != nil {
 		return nil, nil, err
 	}
 	drop = func() {
 		pool.Close()
-		c, err := pgx.Connect(context.Background(), AdminURL())
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_ = tempdb.Drop(AdminURL(), name)
 	}
 	return pool, drop, nil
 }

@@ -6,20 +6,18 @@ package pgtest
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/sql/migrations"
 )
@@ -49,11 +47,11 @@ func NewDatabase(t testing.TB) (*pgxpool.Pool, string) {
 	if err != nil {
 		t.Fatalf("prepare template database: %v", err)
 	}
-	name := "orderpaid_test_" + randomHex(6)
-	if err := createFromTemplate(ctx, admin, name, tpl); err != nil {
+	name := "orderpaid_test_" + tempdb.RandomHex(6)
+	url, err := tempdb.CreateFrom(ctx, AdminURL(), name, tpl)
+	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	url := withDatabase(AdminURL(), name)
 	pool, err := postgres.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("connect to test database: %v", err)
@@ -64,12 +62,7 @@ func NewDatabase(t testing.TB) (*pgxpool.Pool, string) {
 			t.Logf("kept database %s for inspection: psql %q", name, url)
 			return
 		}
-		c, err := pgx.Connect(context.Background(), AdminURL())
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_ = tempdb.Drop(AdminURL(), name)
 	})
 	return pool, url
 }
@@ -98,7 +91,11 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", err
 	}
-	pool, err := postgres.Connect(ctx, withDatabase(AdminURL(), building))
+	url, err := tempdb.URL(AdminURL(), building)
+	if err != nil {
+		return "", err
+	}
+	pool, err := postgres.Connect(ctx, url)
 	if err != nil {
 		return "", err
 	}
@@ -111,18 +108,6 @@ func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
 		return "", err
 	}
 	return name, nil
-}
-
-func createFromTemplate(ctx context.Context, admin *pgx.Conn, name, tpl string) error {
-	var err error
-	for attempt := 0; attempt < 20; attempt++ {
-		_, err = admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tpl)
-		if err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return err
 }
 
 // schemaHash names the template after the migrations' content, so a changed
@@ -138,19 +123,4 @@ func schemaHash() string {
 		return nil
 	})
 	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-func withDatabase(url, name string) string {
-	base, query, _ := strings.Cut(url, "?")
-	base = base[:strings.LastIndex(base, "/")+1] + name
-	if query != "" {
-		return base + "?" + query
-	}
-	return base
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

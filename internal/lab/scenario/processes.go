@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/lab/childproc"
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 )
 
 // Processes repeat work when they die, stop or race: a worker SIGKILLed in
@@ -142,7 +143,7 @@ func twoWorkers() *Scenario {
 			// for more than 1s is ended by the server, the lease with it:
 			// the same thing as an SQS visibility timeout or a NATS AckWait
 			// expiring under a slow handler.
-			if err := setDatabaseParameter(ctx, s.cfg.AdminURL, s.dbName, "idle_in_transaction_session_timeout", "1s"); err != nil {
+			if err := tempdb.SetParameter(ctx, s.cfg.AdminURL, s.dbName, "idle_in_transaction_session_timeout", "1s"); err != nil {
 				return err
 			}
 			if err := s.StartFakes(ctx); err != nil {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 )
@@ -24,14 +22,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "orderpaid")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", bin, "github.com/orderpaid/orderpaid/cmd/orderpaid")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build orderpaid for the scenarios: %v\n%s", err, out)
+	if bin, err = childproc.Build(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "build orderpaid for the scenarios: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/childproc"
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -50,7 +50,7 @@ type Stage struct {
 func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 	s := &Stage{
 		cfg: cfg, without: c.Without, started: map[string]int{},
-		brokerPrefix: "scn" + randomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
+		brokerPrefix: "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
 	}
 	if s.dir, err = os.MkdirTemp(cfg.LogDir, "orderpaid-scenario-"+c.Scenario.Name+"-"); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
@@ -63,15 +63,19 @@ func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 			s.close(true)
 		}
 	}()
-	if s.apiAddr, err = freeAddr(); err != nil {
+	if s.apiAddr, err = childproc.FreeAddr(); err != nil {
 		return nil, err
 	}
-	if s.fakesAddr, err = freeAddr(); err != nil {
+	if s.fakesAddr, err = childproc.FreeAddr(); err != nil {
 		return nil, err
 	}
-	if s.dbName, s.dbURL, err = createDatabase(ctx, cfg.AdminURL, c.Scenario.Name); err != nil {
+	// An empty database: `orderpaid migrate` applies the schema, as an
+	// operator would.
+	name := "orderpaid_scn_" + strings.ReplaceAll(c.Scenario.Name, "-", "_") + "_" + tempdb.RandomHex(3)
+	if s.dbURL, err = tempdb.Create(ctx, cfg.AdminURL, name); err != nil {
 		return nil, err
 	}
+	s.dbName = name
 	if _, err := s.Command(ctx, "migrate"); err != nil {
 		return nil, err
 	}
@@ -101,7 +105,7 @@ func (s *Stage) close(keep bool) error {
 		s.notes.Close()
 	}
 	if !keep && s.dbName != "" {
-		errs = append(errs, dropDatabase(s.cfg.AdminURL, s.dbName))
+		errs = append(errs, tempdb.Drop(s.cfg.AdminURL, s.dbName))
 	}
 	if !keep && s.dir != "" {
 		errs = append(errs, os.RemoveAll(s.dir))
@@ -225,13 +229,3 @@ func (s *Stage) Command(ctx context.Context, args ...string) (string, error) {
 
 // Track adds an order to those the stage counts.
 func (s *Stage) Track(id uuid.UUID) { s.orders = append(s.orders, id) }
-
-// freeAddr returns a 127.0.0.1 port nobody listens on right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port on 127.0.0.1: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 )
 
 // natsServer is a private nats-server with JetStream, started for one soak:
@@ -30,12 +32,10 @@ func startNATS(ctx context.Context, bin, dir string) (*natsServer, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("nats-server not found at %s (install it, or run the soak with --broker postgres): %w", bin, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr()
 	if err != nil {
-		return nil, fmt.Errorf("find a free port for nats-server: %w", err)
+		return nil, fmt.Errorf("nats-server: %w", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	s := &natsServer{bin: bin, addr: addr, dir: dir}
 	return s, s.start(ctx)
 }

@@ -4,24 +4,14 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/lab/soak"
 )
-
-// buildBinary builds cmd/orderpaid into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "orderpaid")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/orderpaid").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // requireNATSServer skips the test when nats-server is not installed, or
 // fails it in CI, where it must be.
@@ -53,8 +43,12 @@ func TestSoakUnderFaults(t *testing.T) {
 	if !disruptive {
 		t.Parallel()
 	}
+	bin, err := childproc.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := soak.Run(t.Context(), soak.Config{
-		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "nats", LogDir: t.TempDir(),
+		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "nats", LogDir: t.TempDir(),
 		Orders: 300, Rate: 40, Workers: 2, KillEvery: 1500 * time.Millisecond, RestartEvery: 4 * time.Second,
 		RestartPostgres: disruptive, SettleTimeout: 2 * time.Minute, KeepOnFailure: true, Progress: logWriter{t},
 	})
@@ -89,8 +83,12 @@ func TestSoakCatchesADoubleCommission(t *testing.T) {
 	}
 	pgtest.NewDatabase(t)
 	t.Parallel()
+	bin, err := childproc.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := soak.Run(t.Context(), soak.Config{
-		Binary: buildBinary(t), AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
+		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
 		Orders: 40, Rate: 200, Workers: 1, Without: "ledger-key",
 		// With a guard off the checks never all pass, so the soak waits the
 		// whole settle timeout; it runs beside TestSoakUnderFaults, which

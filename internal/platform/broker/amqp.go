@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // newAMQP connects to RabbitMQ with watermill-amqp's durable pub/sub layout.
@@ -98,14 +99,5 @@ func amqpConfig(url, group string) amqp.Config {
 // amqpUnreachable says what to do when RabbitMQ cannot be reached at start-up.
 func amqpUnreachable(url string, err error) error {
 	return fmt.Errorf("connect to RabbitMQ: is RabbitMQ running at %s? start it with: rabbitmq-server -detached: %w",
-		redactURL(url), err)
-}
-
-// redactURL hides the password of a broker URL so it can go into errors.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
+		config.RedactURL(url), err)
 }

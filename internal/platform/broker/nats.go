@@ -10,6 +10,8 @@ import (
 	wnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // Settings of the NATS JetStream broker.
@@ -74,7 +76,7 @@ func newNATS(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 	}
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("use JetStream at %s (is nats-server started with -js?): %w", redactURL(url), err)
+		return nil, fmt.Errorf("use JetStream at %s (is nats-server started with -js?): %w", config.RedactURL(url), err)
 	}
 	pub, err := wnats.NewPublisherWithNatsConn(nc, wnats.PublisherPublishConfig{
 		Marshaler:         &wnats.NATSMarshaler{},
@@ -124,7 +126,7 @@ func natsConnect(url string) (*nats.Conn, error) {
 	nc, err := nats.Connect(url, nats.Name("orderpaid"), nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS: is nats-server running at %s? start it with: nats-server -js: %w",
-			redactURL(url), err)
+			config.RedactURL(url), err)
 	}
 	return nc, nil
 }

@@ -3,8 +3,6 @@ package broker_test
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"net/url"
 	"os"
@@ -18,6 +16,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
@@ -48,7 +47,7 @@ type bundle struct {
 // postgres needs nothing, the test database is dropped.
 func setup(t *testing.T, kind string, groups ...string) bundle {
 	t.Helper()
-	topic := "brokertest_" + randomHex(t)
+	topic := "brokertest_" + tempdb.RandomHex(6)
 	cfg := config.Config{Broker: kind, AMQPURL: amqpURL(), NATSURL: natsURL()}
 	var pool *pgxpool.Pool
 	switch kind {
@@ -209,12 +208,4 @@ func receiveWithin(t *testing.T, ch <-chan *message.Message, d time.Duration) *m
 		t.Fatalf("no message within %v", d)
 	}
 	return nil
-}
-
-func randomHex(t *testing.T) string {
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
@@ -29,7 +30,7 @@ type switchSetup struct {
 func newSwitchSetup(t *testing.T) switchSetup {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
-	prefix := "p" + randomHex(t) + "_"
+	prefix := "p" + tempdb.RandomHex(6) + "_"
 	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres, BrokerPrefix: prefix}, pool, watermill.NopLogger{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,107 @@
+// Package tempdb makes the lab's throwaway PostgreSQL databases: one for each
+// test, scenario, benchmark or soak run, created on the server of an admin
+// URL under a name no other run uses, and dropped when the run ends. The
+// tests' migrated copies (pgtest), the scenarios' empty databases that
+// `orderpaid migrate` fills, and the benchmark's and soak's databases are all
+// made here.
+//
+// The statements in this package administer the server (create, drop, set a
+// per-database parameter): sqlc generates queries against the schema, not DDL
+// naming a database, so they are written in Go.
+package tempdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+)
+
+// RandomHex returns 2n random hex digits, for names no other run uses:
+// databases, topics, broker prefixes.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never returns an error (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// Create creates an empty database called name on the server of adminURL
+// and returns its URL: adminURL with the database replaced.
+func Create(ctx context.Context, adminURL, name string) (dbURL string, err error) {
+	if err := Exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create database %s (does the DATABASE_URL role have CREATEDB?): %w", name, err)
+	}
+	return URL(adminURL, name)
+}
+
+// CreateFrom creates the database name as a copy of template, waiting while
+// another session still uses the template (PostgreSQL copies a template
+// only while nobody is connected to it), and returns its URL.
+func CreateFrom(ctx context.Context, adminURL, name, template string) (dbURL string, err error) {
+	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	for attempt := 0; attempt < 20; attempt++ {
+		err = Exec(ctx, adminURL, stmt)
+		if err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create database %s from %s: %w", name, template, err)
+	}
+	return URL(adminURL, name)
+}
+
+// Drop drops the database name, disconnecting whatever is still connected.
+func Drop(adminURL, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Exec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s (drop it by hand with psql): %w", name, err)
+	}
+	return nil
+}
+
+// SetParameter sets a server parameter for every new session on the
+// database name, such as idle_in_transaction_session_timeout.
+func SetParameter(ctx context.Context, adminURL, name, param, value string) error {
+	stmt := fmt.Sprintf("ALTER DATABASE %s SET %s = %s",
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{param}.Sanitize(), quoteLiteral(value))
+	if err := Exec(ctx, adminURL, stmt); err != nil {
+		return fmt.Errorf("set %s on database %s: %w", param, name, err)
+	}
+	return nil
+}
+
+// Exec runs one administration statement on a connection of its own to the
+// server of adminURL.
+func Exec(ctx context.Context, adminURL, stmt string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s (is PostgreSQL running? set DATABASE_URL): %w", config.RedactURL(adminURL), err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+// URL returns adminURL with its database replaced by name.
+func URL(adminURL, name string) (string, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("DATABASE_URL %q is not a postgres:// URL", config.RedactURL(adminURL))
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
