@@ -1,8 +1,6 @@
 package fakes
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -55,9 +53,9 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	control GatewayControl
-	charges []Charge                  // in creation order
-	byKey   map[string]storedResponse // Idempotency-Key -> the answer given
-	events  map[string]Event          // charge id -> the event first emitted for it
+	charges []Charge         // in creation order
+	byKey   keyStore         // Idempotency-Key -> the answer given
+	events  map[string]Event // charge id -> the event first emitted for it
 }
 
 // NewGateway returns a gateway with no charges. Webhook deliveries run in
@@ -65,7 +63,7 @@ type Gateway struct {
 func NewGateway(cfg GatewayConfig) *Gateway {
 	return &Gateway{
 		delivery: newDeliverer(cfg),
-		byKey:    make(map[string]storedResponse),
+		byKey:    make(keyStore),
 		events:   make(map[string]Event),
 	}
 }
@@ -77,36 +75,10 @@ func (g *Gateway) Charges() []Charge {
 	return append(make([]Charge, 0, len(g.charges)), g.charges...)
 }
 
-// handleCreateCharge serves POST /charges.
+// handleCreateCharge serves POST /charges. Once the money has moved, a slow
+// answer is a client timeout after the effect.
 func (g *Gateway) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
-	delay, err := g.admit()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	key := r.Header.Get(IdempotencyKeyHeader)
-	if key == "" {
-		writeError(w, errMissingKey)
-		return
-	}
-	var req chargeRequest
-	if err := decodeStrict(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := req.validate(); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, replayed, err := g.charge(key, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	// The money has moved; a slow answer now is a client timeout after the
-	// effect, the case the caller's retry with the same key must survive.
-	sleep(r.Context(), delay)
-	resp.write(w, replayed)
+	serveOnce(w, r, g.admit, g.charge)
 }
 
 // charge performs the charge for key unless the key was seen before, in
@@ -114,40 +86,27 @@ func (g *Gateway) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 // look-up, the charge and the stored answer happen under one lock: however
 // many requests race with one key, exactly one charges.
 func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, replayed bool, err error) {
-	fp, err := fingerprint(req)
-	if err != nil {
-		return storedResponse{}, false, err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if stored, ok := g.byKey[key]; ok {
-		resp, err := stored.replay(fp)
-		return resp, err == nil, err
-	}
-	c := Charge{
-		ID:             newID("ch_"),
-		IdempotencyKey: key,
-		OrderID:        req.OrderID,
-		AmountCents:    req.AmountCents,
-		Currency:       req.Currency,
-		CreatedAt:      time.Now().UTC(),
-	}
-	body, err := json.Marshal(c)
-	if err != nil {
-		return storedResponse{}, false, fmt.Errorf("encode charge: %w", err)
-	}
-	resp = storedResponse{fingerprint: fp, status: http.StatusCreated, body: body}
-	g.byKey[key] = resp
-	g.charges = append(g.charges, c)
-
-	ev := paymentSucceeded(c)
-	g.events[c.ID] = ev
-	events := make([]Event, 1+g.control.DuplicateWebhooks)
-	for i := range events {
-		events[i] = ev // duplicates repeat the same event id
-	}
-	g.delivery.start(events, false)
-	return resp, false, nil
+	return g.byKey.once(key, req, func() any {
+		c := Charge{
+			ID:             newID("ch_"),
+			IdempotencyKey: key,
+			OrderID:        req.OrderID,
+			AmountCents:    req.AmountCents,
+			Currency:       req.Currency,
+			CreatedAt:      time.Now().UTC(),
+		}
+		g.charges = append(g.charges, c)
+		ev := paymentSucceeded(c)
+		g.events[c.ID] = ev
+		events := make([]Event, 1+g.control.DuplicateWebhooks)
+		for i := range events {
+			events[i] = ev // duplicates repeat the same event id
+		}
+		g.delivery.start(events, false)
+		return c
+	})
 }
 
 // handleListCharges serves GET /charges.

@@ -54,6 +54,73 @@ func (s storedResponse) replay(fp string) (storedResponse, error) {
 	return s, nil
 }
 
+// keyStore is what a provider keeps of the keys it has seen: Idempotency-Key
+// -> the answer given.
+type keyStore map[string]storedResponse
+
+// once performs effect for key unless the key was seen before, in which case
+// it returns the stored answer (replayed) or errKeyReused. effect does what
+// the provider is asked (the charge, the e-mail) and returns the record of
+// it, which becomes the answer's body. The caller holds the provider's lock
+// around once, so the look-up, the effect and the stored answer happen under
+// one hold: however many requests race with one key, exactly one performs
+// the effect.
+func (s keyStore) once(key string, req any, effect func() any) (resp storedResponse, replayed bool, err error) {
+	fp, err := fingerprint(req)
+	if err != nil {
+		return storedResponse{}, false, err
+	}
+	if stored, ok := s[key]; ok {
+		resp, err := stored.replay(fp)
+		return resp, err == nil, err
+	}
+	body, err := json.Marshal(effect())
+	if err != nil {
+		return storedResponse{}, false, fmt.Errorf("encode answer: %w", err)
+	}
+	resp = storedResponse{fingerprint: fp, status: http.StatusCreated, body: body}
+	s[key] = resp
+	return resp, false, nil
+}
+
+// request is the body of a provider's effect endpoint, which checks itself.
+type request interface{ validate() error }
+
+// serveOnce serves a provider's effect endpoint (POST /charges, POST
+// /notifications): the scripted failure and delay (admit), the
+// Idempotency-Key, the strict body, then perform, which looks the key up and
+// performs the effect once. The delay comes after the effect: a slow answer
+// is a client timeout after the effect, the case the caller's retry with the
+// same key must survive.
+func serveOnce[R request](w http.ResponseWriter, r *http.Request, admit func() (time.Duration, error), perform func(key string, req R) (storedResponse, bool, error)) {
+	delay, err := admit()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	key := r.Header.Get(IdempotencyKeyHeader)
+	if key == "" {
+		writeError(w, errMissingKey)
+		return
+	}
+	var req R
+	if err := decodeStrict(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := req.validate(); err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, replayed, err := perform(key, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sleep(r.Context(), delay)
+	resp.write(w, replayed)
+}
+
 // write sends the stored answer; replayed marks it with ReplayedHeader.
 func (s storedResponse) write(w http.ResponseWriter, replayed bool) {
 	if replayed {

@@ -1,8 +1,6 @@
 package fakes
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -24,18 +22,25 @@ type notifyRequest struct {
 	Template string `json:"template"`
 }
 
+func (r notifyRequest) validate() error {
+	if r.OrderID == "" {
+		return badRequest("order_id is required")
+	}
+	return nil
+}
+
 // Notifier is the fake notification provider. It sends at most once per
 // Idempotency-Key. Create it with NewNotifier.
 type Notifier struct {
 	mu      sync.Mutex
 	control NotifierControl
-	sent    []Notification            // in sending order
-	byKey   map[string]storedResponse // Idempotency-Key -> the answer given
+	sent    []Notification // in sending order
+	byKey   keyStore       // Idempotency-Key -> the answer given
 }
 
 // NewNotifier returns a notifier that has sent nothing.
 func NewNotifier() *Notifier {
-	return &Notifier{byKey: make(map[string]storedResponse)}
+	return &Notifier{byKey: make(keyStore)}
 }
 
 // Notifications returns a snapshot of the notifications actually sent, in
@@ -46,34 +51,10 @@ func (n *Notifier) Notifications() []Notification {
 	return append(make([]Notification, 0, len(n.sent)), n.sent...)
 }
 
-// handleSend serves POST /notifications.
+// handleSend serves POST /notifications. Once the message is out, a slow
+// answer is a client timeout after the effect.
 func (n *Notifier) handleSend(w http.ResponseWriter, r *http.Request) {
-	delay, err := n.admit()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	key := r.Header.Get(IdempotencyKeyHeader)
-	if key == "" {
-		writeError(w, errMissingKey)
-		return
-	}
-	var req notifyRequest
-	if err := decodeStrict(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.OrderID == "" {
-		writeError(w, badRequest("order_id is required"))
-		return
-	}
-	resp, replayed, err := n.send(key, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	sleep(r.Context(), delay) // the message is out; a slow answer is a timeout after the effect
-	resp.write(w, replayed)
+	serveOnce(w, r, n.admit, n.send)
 }
 
 // send sends the notification for key unless the key was seen before, in
@@ -81,31 +62,19 @@ func (n *Notifier) handleSend(w http.ResponseWriter, r *http.Request) {
 // and send happen under one lock, so concurrent requests with one key send
 // exactly once.
 func (n *Notifier) send(key string, req notifyRequest) (resp storedResponse, replayed bool, err error) {
-	fp, err := fingerprint(req)
-	if err != nil {
-		return storedResponse{}, false, err
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if stored, ok := n.byKey[key]; ok {
-		resp, err := stored.replay(fp)
-		return resp, err == nil, err
-	}
-	sent := Notification{
-		ID:             newID("ntf_"),
-		IdempotencyKey: key,
-		OrderID:        req.OrderID,
-		Template:       req.Template,
-		SentAt:         time.Now().UTC(),
-	}
-	body, err := json.Marshal(sent)
-	if err != nil {
-		return storedResponse{}, false, fmt.Errorf("encode notification: %w", err)
-	}
-	resp = storedResponse{fingerprint: fp, status: http.StatusCreated, body: body}
-	n.byKey[key] = resp
-	n.sent = append(n.sent, sent)
-	return resp, false, nil
+	return n.byKey.once(key, req, func() any {
+		sent := Notification{
+			ID:             newID("ntf_"),
+			IdempotencyKey: key,
+			OrderID:        req.OrderID,
+			Template:       req.Template,
+			SentAt:         time.Now().UTC(),
+		}
+		n.sent = append(n.sent, sent)
+		return sent
+	})
 }
 
 // handleList serves GET /notifications.
