@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderpaid/orderpaid/internal/ops/backfill"
-	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runBackfill(e env) error {
@@ -39,15 +40,8 @@ func runBackfill(e env) error {
 	if *batch < 1 || *batch > 10_000 {
 		return usageError{fmt.Errorf("backfill: --batch %d: want 1 to 10000", *batch)}
 	}
-	cfg, _, err := loadConfig(e)
-	if err != nil {
+	return onDatabase(e, func(pool *pgxpool.Pool) error {
+		_, err := backfill.Run(e.ctx, pool, backfill.Config{From: start, To: end, BatchSize: *batch, DryRun: *dryRun, Progress: e.stdout})
 		return err
-	}
-	pool, err := postgres.Connect(e.ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	_, err = backfill.Run(e.ctx, pool, backfill.Config{From: start, To: end, BatchSize: *batch, DryRun: *dryRun, Progress: e.stdout})
-	return err
+	})
 }

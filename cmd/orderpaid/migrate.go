@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -11,14 +13,7 @@ func runMigrate(e env) error {
 	if err := parseFlags(fs, e, ""); err != nil {
 		return helpOK(err)
 	}
-	cfg, _, err := loadConfig(e)
-	if err != nil {
-		return err
-	}
-	pool, err := postgres.Connect(e.ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	return postgres.Migrate(e.ctx, pool, e.stdout)
+	return onDatabase(e, func(pool *pgxpool.Pool) error {
+		return postgres.Migrate(e.ctx, pool, e.stdout)
+	})
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/ops/reprocess"
 	"github.com/orderpaid/orderpaid/internal/ops/retention"
-	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runReprocess(e env) error {
@@ -43,23 +43,16 @@ func runReprocess(e env) error {
 			return usageError{fmt.Errorf("reprocess: --order %q is not a UUID", *orderFlag)}
 		}
 	}
-	cfg, _, err := loadConfig(e)
-	if err != nil {
-		return err
-	}
-	pool, err := postgres.Connect(e.ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	opts := reprocess.Options{DryRun: *dryRun, Window: *window, Force: *force, Out: e.stdout}
-	switch {
-	case *orderFlag != "":
-		return reprocess.Order(e.ctx, pool, orderID, opts)
-	case *messageFlag != "":
-		return reprocess.Message(e.ctx, pool, *messageFlag, opts)
-	default:
-		_, err := reprocess.Poison(e.ctx, pool, opts)
-		return err
-	}
+	return onDatabase(e, func(pool *pgxpool.Pool) error {
+		switch {
+		case *orderFlag != "":
+			return reprocess.Order(e.ctx, pool, orderID, opts)
+		case *messageFlag != "":
+			return reprocess.Message(e.ctx, pool, *messageFlag, opts)
+		default:
+			_, err := reprocess.Poison(e.ctx, pool, opts)
+			return err
+		}
+	})
 }

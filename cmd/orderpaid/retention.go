@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/ops/retention"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 func runRetention(e env) error {
@@ -36,30 +37,29 @@ func runRetention(e env) error {
 	}
 	rcfg := retention.Config{InboxWindow: *inboxWindow, ExecutionWindow: *execWindow, OutboxWindow: *outboxWindow, Interval: *interval, BatchSize: *batch, Logger: logger}
 	if cfg.Broker == config.BrokerPostgres {
-		rcfg.BrokerTopics = []string{cfg.BrokerPrefix + messages.TopicOrderPaid, cfg.BrokerPrefix + messages.TopicOrderConfirmed}
+		for _, s := range consumer.Subscriptions() {
+			rcfg.BrokerTopics = append(rcfg.BrokerTopics, cfg.BrokerPrefix+s.Topic)
+		}
 	}
 	if _, err := retention.NewCleaner(nil, rcfg); err != nil {
 		return usageError{fmt.Errorf("retention: %w", err)}
 	}
-	pool, err := postgres.Connect(e.ctx, cfg.DatabaseURL)
-	if err != nil {
+	return withPool(e, cfg, func(pool *pgxpool.Pool) error {
+		cleaner, err := retention.NewCleaner(pool, rcfg)
+		if err != nil {
+			return err
+		}
+		if !*once {
+			fmt.Fprintf(e.stdout, "retention running every %s (inbox window %s, execution window %s, outbox window %s)\n",
+				*interval, *inboxWindow, *execWindow, *outboxWindow)
+			return cleaner.Run(e.ctx)
+		}
+		start := time.Now()
+		r, err := cleaner.RunOnce(e.ctx)
+		fmt.Fprintf(e.stdout, "retention: removed %d webhook inbox, %d consumer inbox, %d execution log, %d relayed outbox and %d consumed broker rows in %s\n",
+			r.WebhookInbox, r.ConsumerInbox, r.Executions, r.Outbox, r.BrokerMessages, time.Since(start).Round(time.Millisecond))
 		return err
-	}
-	defer pool.Close()
-	cleaner, err := retention.NewCleaner(pool, rcfg)
-	if err != nil {
-		return err
-	}
-	if !*once {
-		fmt.Fprintf(e.stdout, "retention running every %s (inbox window %s, execution window %s, outbox window %s)\n",
-			*interval, *inboxWindow, *execWindow, *outboxWindow)
-		return cleaner.Run(e.ctx)
-	}
-	start := time.Now()
-	r, err := cleaner.RunOnce(e.ctx)
-	fmt.Fprintf(e.stdout, "retention: removed %d webhook inbox, %d consumer inbox, %d execution log, %d relayed outbox and %d consumed broker rows in %s\n",
-		r.WebhookInbox, r.ConsumerInbox, r.Executions, r.Outbox, r.BrokerMessages, time.Since(start).Round(time.Millisecond))
-	return err
+	})
 }
 
 // checkWindows refuses a duration flag that retention.Config would not take
