@@ -41,3 +41,37 @@ type Result struct {
 	Technique Technique `json:"technique"`
 	Outcome   Outcome   `json:"outcome"`
 }
+
+// The effects, by the name the execution log, the traces and the metrics
+// give each (Result.Effect) and the audit counts it under: each is a key of
+// "effects" in GET /orders/{id}/audit and the alias of the column of the
+// audit query (AuditOrder, sql/queries/audit.sql) that counts it. SQL cannot
+// import these constants; a test (names_test.go) fails when a constant and
+// the query's columns part.
+const (
+	// Paid: the order moved from pending to paid (the state check).
+	Paid = "paid"
+	// Commission: the affiliate's commission was credited (the ledger key).
+	Commission = "commission"
+	// ConfirmationEnqueued: the order_confirmed message was written to the
+	// outbox, in the transaction of the state change.
+	ConfirmationEnqueued = "confirmation_enqueued"
+	// ConfirmationDelivered: the order_confirmed consumer took the message
+	// (its inbox row).
+	ConfirmationDelivered = "confirmation_delivered"
+	// NotificationSent: the provider sent the customer's e-mail.
+	NotificationSent = "notification_sent"
+	// Charges: the gateway charged the customer. The payment step that asks
+	// for it is named Charge; the audit counts the charges the gateway
+	// confirmed.
+	Charges = "charges"
+)
+
+// The protected steps the audit does not count under their own name.
+const (
+	// Charge: the payment step that calls the gateway (internal/payment).
+	Charge = "charge"
+	// PaymentEventAccepted: the provider's webhook event was taken into the
+	// webhook inbox (internal/webhook).
+	PaymentEventAccepted = "payment_event_accepted"
+)

@@ -5,12 +5,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/order"
 )
 
 // Audit is GET /orders/{id}/audit: how often each handler ran for the order
-// (executions) against what was really applied (effects). However large the
-// executions, after a correct run every effect is 0 or 1.
+// (executions) against what was really applied (effects, keyed by the effect
+// names of internal/effect, each the column of AuditOrder that counts it).
+// However large the executions, after a correct run every effect is 0 or 1.
 //
 // Cleaned names the counts whose evidence retention has removed rows of for
 // this order (internal/ops/retention): "executions" (both handlers' runs),
@@ -46,12 +48,12 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			"order_confirmed": a.ExecutionsOrderConfirmed,
 		},
 		Effects: map[string]int64{
-			"paid":                   a.Paid,
-			"commission":             a.Commission,
-			"confirmation_enqueued":  a.ConfirmationEnqueued,
-			"confirmation_delivered": a.ConfirmationDelivered,
-			"notification_sent":      a.NotificationSent,
-			"charges":                a.Charges,
+			effect.Paid:                  a.Paid,
+			effect.Commission:            a.Commission,
+			effect.ConfirmationEnqueued:  a.ConfirmationEnqueued,
+			effect.ConfirmationDelivered: a.ConfirmationDelivered,
+			effect.NotificationSent:      a.NotificationSent,
+			effect.Charges:               a.Charges,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

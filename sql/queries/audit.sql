@@ -1,7 +1,9 @@
 -- name: AuditOrder :one
 -- Executions versus effects for one order. Executions count handler runs;
--- every effect column counts what was really applied. Every count reads an
--- index by order id: anyone may call the audit.
+-- every effect column counts what was really applied, under the effect's
+-- name (internal/effect). Every count reads an index by order id: anyone may
+-- call the audit. This is the one definition of what the audit counts: the
+-- lab's bench and soak read it for every order of a run.
 SELECT
     (SELECT count(*) FROM executions e
       WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_paid')      AS executions_order_paid,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
 
 // BackfillResult is the backfill run: how long the worker took to handle a
@@ -39,7 +39,7 @@ func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, er
 	}
 	paidAt := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 	fmt.Fprintf(cfg.Progress, "bench: backfill: seeding %d paid orders\n", n)
-	if _, err := queries.New(d.Pool).BenchSeedPaidOrders(ctx, queries.BenchSeedPaidOrdersParams{PaidAt: paidAt, Count: int32(n)}); err != nil {
+	if _, err := labqueries.New(d.Pool).BenchSeedPaidOrders(ctx, labqueries.BenchSeedPaidOrdersParams{PaidAt: paidAt, Count: int32(n)}); err != nil {
 		return res, fmt.Errorf("seed paid orders: %w", err)
 	}
 	if err := d.Settle(ctx, "orders"); err != nil {
@@ -70,7 +70,7 @@ func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, er
 	}
 	res = BackfillResult{Orders: n, Enqueue: time.Since(start)}
 	fmt.Fprintf(cfg.Progress, "bench: backfill: %d order_paid enqueued in %s; waiting for the worker\n", n, res.Enqueue.Round(time.Second))
-	q := queries.New(d.Pool)
+	q := labqueries.New(d.Pool)
 	lastReport := time.Now()
 	for {
 		// Counting a million rows every second would cost the run a tenth

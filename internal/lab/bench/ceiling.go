@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
@@ -96,7 +97,7 @@ func effectStep(ctx context.Context, pool *pgxpool.Pool, o Order) error {
 // SeedPendingOrders creates n pending orders with an affiliate in one
 // statement and returns them.
 func SeedPendingOrders(ctx context.Context, pool *pgxpool.Pool, n int) ([]Order, error) {
-	rows, err := queries.New(pool).BenchSeedPendingOrders(ctx, int32(n))
+	rows, err := labqueries.New(pool).BenchSeedPendingOrders(ctx, int32(n))
 	if err != nil {
 		return nil, fmt.Errorf("seed %d pending orders: %w", n, err)
 	}

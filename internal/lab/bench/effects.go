@@ -8,12 +8,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Effects adds up executions and effects over the orders of a run, counted
-// in the database (as the audit endpoint counts them) and at the provider.
+// in the database by the audit's own query (AuditOrder) and at the provider.
 type Effects struct {
 	Orders                                        int
 	ExecutionsOrderPaid, ExecutionsOrderConfirmed int64
@@ -30,33 +31,47 @@ type Effects struct {
 	WrongCount int
 }
 
-// OrderEffects is one order's row of the audit.
-type OrderEffects = queries.BenchOrderEffectsRow
+// OrderEffects is one order of a run: its status, amount and commission
+// cents (BenchOrders), and its audit row, what GET /orders/{id}/audit counts
+// for it (AuditOrder, the service's query, so that the bench and the API
+// count the same way).
+type OrderEffects struct {
+	labqueries.BenchOrdersRow
+	queries.AuditOrderRow
+}
 
 // CountEffects reads the audit of every order (AuditOrders) and the
 // provider's list, and adds them up (Sum).
-func CountEffects(ctx context.Context, q *queries.Queries, orders []Order, sent []fakes.Notification) (Effects, error) {
-	rows, err := AuditOrders(ctx, q, orders)
+func CountEffects(ctx context.Context, pool *pgxpool.Pool, orders []Order, sent []fakes.Notification) (Effects, error) {
+	rows, err := AuditOrders(ctx, pool, orders)
 	if err != nil {
 		return Effects{}, err
 	}
 	return Sum(orders, rows, sent), nil
 }
 
-// AuditOrders reads the audit row of every order, 5000 orders per query.
-func AuditOrders(ctx context.Context, q *queries.Queries, orders []Order) ([]OrderEffects, error) {
+// AuditOrders reads every order of a run, 5000 orders per query, and the
+// audit row of each, one query per order.
+func AuditOrders(ctx context.Context, pool *pgxpool.Pool, orders []Order) ([]OrderEffects, error) {
 	out := make([]OrderEffects, 0, len(orders))
+	lab, q := labqueries.New(pool), queries.New(pool)
 	for start := 0; start < len(orders); start += 5000 {
 		chunk := orders[start:min(start+5000, len(orders))]
 		ids := make([]uuid.UUID, len(chunk))
 		for i, o := range chunk {
 			ids[i] = o.ID
 		}
-		rows, err := q.BenchOrderEffects(ctx, ids)
+		rows, err := lab.BenchOrders(ctx, ids)
 		if err != nil {
-			return nil, fmt.Errorf("read the orders' effects: %w", err)
+			return nil, fmt.Errorf("read the orders: %w", err)
 		}
-		out = append(out, rows...)
+		for _, r := range rows {
+			a, err := q.AuditOrder(ctx, r.ID)
+			if err != nil {
+				return nil, fmt.Errorf("read the audit of order %s: %w", r.ID, err)
+			}
+			out = append(out, OrderEffects{BenchOrdersRow: r, AuditOrderRow: a})
+		}
 	}
 	if len(out) != len(orders) {
 		return nil, fmt.Errorf("found %d of the %d orders of the run in the database", len(out), len(orders))
@@ -103,7 +118,7 @@ func NotificationsPerOrder(sent []fakes.Notification) map[uuid.UUID]int { return
 // grows huge. seeded is told how many rows each inbox has after every slice
 // but the last: seeding 5,000,000 takes minutes.
 func SeedInboxes(ctx context.Context, pool *pgxpool.Pool, n int, seeded func(done int)) error {
-	q := queries.New(pool)
+	q := labqueries.New(pool)
 	for done := 0; done < n; done += 1_000_000 {
 		if done > 0 {
 			seeded(done)

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
-	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
 
 // Notifications fetches what the fake provider really sent (GET /notifications).
@@ -45,7 +45,7 @@ func Notifications(ctx context.Context, fakesURL string) ([]fakes.Notification, 
 func WaitNotified(ctx context.Context, pool *pgxpool.Pool, fakesURL string, want map[uuid.UUID]bool, timeout time.Duration) ([]fakes.Notification, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	q := queries.New(pool)
+	q := labqueries.New(pool)
 	missing := len(want)
 	for {
 		n, err := q.BenchNotificationCount(ctx)

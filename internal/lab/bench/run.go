@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Config is one benchmark invocation.
@@ -150,7 +149,7 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	if res.RelayLag, err = ScrapeHistogram(ctx, stack.MetricsURLs(), relayLagMetric); err != nil {
 		return Result{}, err
 	}
-	if res.Effects, err = CountEffects(ctx, queries.New(d.Pool), orders, sent); err != nil {
+	if res.Effects, err = CountEffects(ctx, d.Pool, orders, sent); err != nil {
 		return Result{}, err
 	}
 	progress("%d orders in %s: %.0f orders/s", res.Orders, res.Elapsed.Round(time.Millisecond), res.Throughput())

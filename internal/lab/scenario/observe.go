@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 	"github.com/orderpaid/orderpaid/internal/messages"
 )
 
@@ -47,7 +48,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 			c.Notified++
 		}
 	}
-	if c.ProviderCalls, err = s.q.ScenarioProviderCalls(ctx, s.orders); err != nil {
+	if c.ProviderCalls, err = labqueries.New(s.pool).ScenarioProviderCalls(ctx, s.orders); err != nil {
 		return Counts{}, fmt.Errorf("count provider calls: %w", err)
 	}
 	return c, nil

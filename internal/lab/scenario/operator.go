@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
 
 // The operator repeats work on purpose: re-enqueues a job, replays an order
@@ -33,7 +35,7 @@ func jobReenqueued() *Scenario {
 			if _, err := payAndWait(ctx, s); err != nil {
 				return err
 			}
-			msgs, err := s.q.ScenarioOutboxMessages(ctx, s.orders[0])
+			msgs, err := labqueries.New(s.pool).ScenarioOutboxMessages(ctx, s.orders[0])
 			if err != nil {
 				return fmt.Errorf("find the order's messages in the outbox: %w", err)
 			}

@@ -62,7 +62,7 @@ func check(ctx context.Context, pool *pgxpool.Pool, fakesURL string, orders []be
 		return nil, Executions{}, err
 	}
 	q := queries.New(pool)
-	rows, err := bench.AuditOrders(ctx, q, orders)
+	rows, err := bench.AuditOrders(ctx, pool, orders)
 	if err != nil {
 		return nil, Executions{}, err
 	}

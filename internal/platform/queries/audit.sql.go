@@ -60,8 +60,10 @@ type AuditOrderRow struct {
 }
 
 // Executions versus effects for one order. Executions count handler runs;
-// every effect column counts what was really applied. Every count reads an
-// index by order id: anyone may call the audit.
+// every effect column counts what was really applied, under the effect's
+// name (internal/effect). Every count reads an index by order id: anyone may
+// call the audit. This is the one definition of what the audit counts: the
+// lab's bench and soak read it for every order of a run.
 func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrderRow, error) {
 	row := q.db.QueryRow(ctx, auditOrder, orderID)
 	var i AuditOrderRow

@@ -1,5 +1,7 @@
+-- Queries of the scenario runner (internal/lab/scenario), generated into
+-- internal/lab/labqueries; the service itself never runs them.
+
 -- name: ScenarioProviderCalls :one
--- (Read by the scenario runner, internal/lab/scenario.)
 -- How often the notification provider was called for these orders, replays
 -- included. The audit's notification_sent counts only real sends; the
 -- difference is the calls an inbox would have saved.

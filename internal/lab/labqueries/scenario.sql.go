@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: scenario.sql
 
-package queries
+package labqueries
 
 import (
 	"context"
@@ -46,11 +46,13 @@ func (q *Queries) ScenarioOutboxMessages(ctx context.Context, orderID uuid.UUID)
 }
 
 const scenarioProviderCalls = `-- name: ScenarioProviderCalls :one
+
 SELECT count(*) FROM notification_log
 WHERE order_id = ANY($1::uuid[])
 `
 
-// (Read by the scenario runner, internal/lab/scenario.)
+// Queries of the scenario runner (internal/lab/scenario), generated into
+// internal/lab/labqueries; the service itself never runs them.
 // How often the notification provider was called for these orders, replays
 // included. The audit's notification_sent counts only real sends; the
 // difference is the calls an inbox would have saved.
