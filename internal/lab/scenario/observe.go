@@ -9,7 +9,6 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
-	"github.com/orderpaid/orderpaid/internal/messages"
 )
 
 // Observe reads the counts now: the API's audit of every tracked order, the
@@ -133,14 +132,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 // once every older transaction on the whole server has ended, and other
 // scenarios' and tests' handlers hold transactions open for seconds.
 func (s *Stage) topicsDrained(ctx context.Context) error {
-	for _, t := range []struct{ topic, group string }{
-		{messages.TopicOrderPaid, consumer.HandlerOrderPaid},
-		{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed},
-	} {
-		messages, offsets := pgx.Identifier{"watermill_" + t.topic}.Sanitize(), pgx.Identifier{"watermill_offsets_" + t.topic}.Sanitize()
+	for _, t := range consumer.Subscriptions() {
+		messages, offsets := pgx.Identifier{"watermill_" + t.Topic}.Sanitize(), pgx.Identifier{"watermill_offsets_" + t.Topic}.Sanitize()
 		var exists bool
 		if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", messages, offsets).Scan(&exists); err != nil {
-			return fmt.Errorf("look for the %s tables: %w", t.topic, err)
+			return fmt.Errorf("look for the %s tables: %w", t.Topic, err)
 		}
 		if !exists {
 			continue // nothing published on this topic yet
@@ -148,12 +144,12 @@ func (s *Stage) topicsDrained(ctx context.Context) error {
 		var waiting int64
 		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+messages+` m
 			WHERE NOT EXISTS (SELECT 1 FROM `+offsets+` o WHERE o.consumer_group = $1
-				AND (o.last_processed_transaction_id, o.offset_acked) >= (m.transaction_id, m."offset"))`, t.group).Scan(&waiting)
+				AND (o.last_processed_transaction_id, o.offset_acked) >= (m.transaction_id, m."offset"))`, t.Group).Scan(&waiting)
 		if err != nil {
-			return fmt.Errorf("count %s messages not yet consumed: %w", t.topic, err)
+			return fmt.Errorf("count %s messages not yet consumed: %w", t.Topic, err)
 		}
 		if waiting > 0 {
-			return fmt.Errorf("%d %s message(s) not yet consumed", waiting, t.topic)
+			return fmt.Errorf("%d %s message(s) not yet consumed", waiting, t.Topic)
 		}
 	}
 	return nil
