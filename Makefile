@@ -13,7 +13,7 @@ test:
 build:
 	go build -o bin/orderpaid ./cmd/orderpaid
 
-## generate: regenerate internal/platform/queries from sql/ with the pinned sqlc
+## generate: regenerate internal/platform/queries (sql/queries) and internal/lab/labqueries (sql/lab) with the pinned sqlc
 generate:
 	go tool -modfile=scripts/tools/go.mod sqlc generate
 

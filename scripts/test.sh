@@ -15,7 +15,7 @@ if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; 
 
 step "sqlc: generated code matches sql/ (sqlc is built from scripts/tools/go.mod)"
 go tool -modfile=scripts/tools/go.mod sqlc diff || {
-  echo "internal/platform/queries is stale: run 'go tool -modfile=scripts/tools/go.mod sqlc generate' and commit"; exit 1; }
+  echo "internal/platform/queries or internal/lab/labqueries is stale: run 'go tool -modfile=scripts/tools/go.mod sqlc generate' and commit"; exit 1; }
 
 step "go vet"
 go vet ./...

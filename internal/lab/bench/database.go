@@ -16,7 +16,7 @@ import (
 // The statements in this file administer the server (checkpoint a database,
 // read its settings; internal/lab/tempdb creates and drops it): sqlc
 // generates queries against the schema, not DDL naming a database, so they
-// are the only SQL written in Go in this package. Everything else goes through internal/platform/queries.
+// are the only SQL written in Go in this package. Everything else goes through internal/platform/queries (the service's) and internal/lab/labqueries (the lab's).
 
 // Database is a throw-away database for one run.
 type Database struct {
