@@ -65,6 +65,11 @@ const (
 	// for it is named Charge; the audit counts the charges the gateway
 	// confirmed.
 	Charges = "charges"
+	// StockReserved: the order's items were taken out of stock (the
+	// reservation row and the guarded decrement, internal/stock).
+	StockReserved = "stock_reserved"
+	// StockReleased: the order's reserved items went back into stock.
+	StockReleased = "stock_released"
 )
 
 // The protected steps the audit does not count under their own name.

@@ -54,6 +54,8 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.ConfirmationDelivered: a.ConfirmationDelivered,
 			effect.NotificationSent:      a.NotificationSent,
 			effect.Charges:               a.Charges,
+			effect.StockReserved:         a.StockReserved,
+			effect.StockReleased:         a.StockReleased,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

@@ -26,6 +26,8 @@ func TestAuditEffectsAreTheColumnsOfTheAuditQuery(t *testing.T) {
 		{effect.ConfirmationDelivered, "confirmation_delivered"},
 		{effect.NotificationSent, "notification_sent"},
 		{effect.Charges, "charges"},
+		{effect.StockReserved, "stock_reserved"},
+		{effect.StockReleased, "stock_released"},
 	}
 	var constants []string
 	for _, n := range names {

@@ -32,6 +32,12 @@ SELECT
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
       WHERE c.order_id = sqlc.arg(order_id)::uuid AND c.charge_id IS NOT NULL)        AS charges,
+    -- Each time the order's items really left the counter, or came back
+    -- (stock_movements, written with the change itself).
+    (SELECT count(*) FROM stock_movements m
+      WHERE m.order_id = sqlc.arg(order_id)::uuid AND m.kind = 'reserve')             AS stock_reserved,
+    (SELECT count(*) FROM stock_movements m
+      WHERE m.order_id = sqlc.arg(order_id)::uuid AND m.kind = 'release')             AS stock_released,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.

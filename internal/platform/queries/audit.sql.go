@@ -40,6 +40,12 @@ SELECT
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
       WHERE c.order_id = $1::uuid AND c.charge_id IS NOT NULL)        AS charges,
+    -- Each time the order's items really left the counter, or came back
+    -- (stock_movements, written with the change itself).
+    (SELECT count(*) FROM stock_movements m
+      WHERE m.order_id = $1::uuid AND m.kind = 'reserve')             AS stock_reserved,
+    (SELECT count(*) FROM stock_movements m
+      WHERE m.order_id = $1::uuid AND m.kind = 'release')             AS stock_released,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
@@ -56,6 +62,8 @@ type AuditOrderRow struct {
 	ConfirmationDelivered    int64    `json:"confirmation_delivered"`
 	NotificationSent         int64    `json:"notification_sent"`
 	Charges                  int64    `json:"charges"`
+	StockReserved            int64    `json:"stock_reserved"`
+	StockReleased            int64    `json:"stock_released"`
 	Cleaned                  []string `json:"cleaned"`
 }
 
@@ -76,6 +84,8 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.ConfirmationDelivered,
 		&i.NotificationSent,
 		&i.Charges,
+		&i.StockReserved,
+		&i.StockReleased,
 		&i.Cleaned,
 	)
 	return i, err
