@@ -87,11 +87,11 @@ func TestOperatorMistakesExit2NamingTheFlag(t *testing.T) {
 	}
 }
 
-// Every declared fault point is accepted: the worker and the api get past
-// their flags and fail only at the unreachable database (exit 1).
+// Every declared fault point is accepted in a dev run: the worker and the
+// api get past their flags and fail only at the unreachable database (exit 1).
 func TestFaultsAcceptEveryDeclaredPoint(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": unreachableDB, "HTTP_ADDR": "127.0.0.1:0", "WEBHOOK_SECRET": testSecret}
+	env := map[string]string{"DATABASE_URL": unreachableDB, "HTTP_ADDR": "127.0.0.1:0", "WEBHOOK_SECRET": testSecret, "ORDERPAID_DEV": "1"}
 	for _, point := range faultPoints() {
 		for _, sub := range []string{"worker", "api"} {
 			t.Run(sub+" "+point, func(t *testing.T) {

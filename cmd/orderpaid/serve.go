@@ -17,14 +17,12 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
-	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
@@ -51,11 +49,11 @@ func serve(e env, name string, p process) error {
 	var faultSpec, withoutList string
 	var dedupe, abandonBacklog bool
 	if p.api || p.worker {
-		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only)")
-		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(guard.Names(), ", ")+" (workshop only)")
+		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only: needs "+config.DevVariable+"=1)")
+		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(levers.GuardNames(), ", ")+" (workshop only: needs "+config.DevVariable+"=1)")
 	}
 	if p.worker {
-		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only)")
+		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only: needs "+config.DevVariable+"=1)")
 		fs.BoolVar(&abandonBacklog, "abandon-postgres-backlog", false, "start on BROKER=amqp or nats although the postgres broker's tables hold unread messages; they are then never handled (see docs/operations.md)")
 	}
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
@@ -70,15 +68,14 @@ func serve(e env, name string, p process) error {
 		return err
 	}
 	defer flushTelemetry()
-	faults, err := faultpoint.Parse(faultSpec, faultPoints(), crashNow)
+	// `all` (and `demo`, which runs it) is a dev run without ORDERPAID_DEV:
+	// it accepts the lab's levers and the documented dev webhook secret.
+	devRun := name == "all" || cfg.Dev
+	lv, err := labLevers(name, devRun, withoutList, faultSpec, dedupe)
 	if err != nil {
-		return usageError{fmt.Errorf("%s: --faults: %w", name, err)}
+		return err
 	}
-	guards, err := guard.Without(withoutList)
-	if err != nil {
-		return usageError{fmt.Errorf("%s: --without: %w", name, err)}
-	}
-	if off := guards.Off(); off != "" {
+	if off := lv.GuardsOff(); off != "" {
 		logger.Warn("guards switched off: effects may happen twice", "without", off)
 	}
 
@@ -105,10 +102,9 @@ func serve(e env, name string, p process) error {
 		}
 	}
 
-	// `all` (and `demo`, which runs it) is a dev run: the documented dev
-	// secret is accepted there without ORDERPAID_DEV. The fakes stand in for
-	// the provider and sign with whatever secret they are given.
-	secret, secretKind, err := cfg.WebhookSecretFor(name == "all" || !p.api)
+	// In a dev run the documented dev secret is accepted. The fakes stand in
+	// for the provider and sign with whatever secret they are given.
+	secret, secretKind, err := cfg.WebhookSecretFor(devRun || !p.api)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", name, err)}
 	}
@@ -142,14 +138,10 @@ func serve(e env, name string, p process) error {
 	defer b.Close()
 
 	if p.api {
-		ingestor := webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics)
-		if !guards.WebhookInbox {
-			ingestor = ingestor.WithoutInbox()
-		}
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
-			Ingestor: ingestor,
-			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), faults, payment.Config{WithoutKey: !guards.IdempotencyKey, WithoutChargeClaim: !guards.ChargeClaim}),
+			Ingestor: webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics).WithLevers(lv),
+			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), payment.Config{}).WithLevers(lv),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
 				"broker":   b.Ping,
@@ -165,7 +157,7 @@ func serve(e env, name string, p process) error {
 		fmt.Fprintf(e.stdout, "api listening on http://%s\n", apiLn.Addr())
 	}
 	if p.worker {
-		w := workerParts{cfg: cfg, pool: pool, broker: b, faults: faults, guards: guards, dedupe: dedupe, abandonBacklog: abandonBacklog, tel: tel, logger: logger, wmLogger: wmLogger}
+		w := workerParts{cfg: cfg, pool: pool, broker: b, levers: lv, dedupe: dedupe, abandonBacklog: abandonBacklog, tel: tel, logger: logger, wmLogger: wmLogger}
 		if err := startWorker(ctx, g, w); err != nil {
 			return err
 		}
@@ -184,9 +176,8 @@ type workerParts struct {
 	cfg      config.Config
 	pool     *pgxpool.Pool
 	broker   *broker.Broker
-	faults   *faultpoint.Set
-	guards   guard.Set
-	dedupe   bool // the wrong fix, for the scenario execution-dedupe
+	levers   levers.Levers // the lab's, for the consumers and their notifier
+	dedupe   bool          // the wrong fix, for the scenario execution-dedupe
 	tel      *telemetry.Telemetry
 	logger   *slog.Logger
 	wmLogger watermill.LoggerAdapter
@@ -211,15 +202,11 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			"while messages are in its handlers, and they need more: set pool_max_conns to at least %d, or leave it out (default %d)",
 			size, b.Name, held, held+4, postgres.DefaultMaxConns)
 	}
-	consumed := map[string]string{
-		messages.TopicOrderPaid:      consumer.HandlerOrderPaid,
-		messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed,
-	}
-	if err := broker.RefuseStrandedMessages(ctx, cfg, pool, consumed, w.abandonBacklog, w.logger); err != nil {
+	if err := broker.RefuseStrandedMessages(ctx, cfg, pool, consumer.ConsumerGroups(), w.abandonBacklog, w.logger); err != nil {
 		return err
 	}
-	for topic, group := range consumed {
-		if err := b.Provision(topic, group); err != nil {
+	for _, s := range consumer.Subscriptions() {
+		if err := b.Provision(s.Topic, s.Group); err != nil {
 			return err
 		}
 	}
@@ -230,8 +217,8 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	consumers := consumer.NewConsumers(pool, notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), b.Publisher, w.faults, w.guards).
-		WithTelemetry(tel.Metrics, w.logger)
+	notifier := notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)).WithLevers(w.levers)
+	consumers := consumer.NewConsumers(pool, notifier, b.Publisher).WithLevers(w.levers).WithTelemetry(tel.Metrics, w.logger)
 	if err := telemetry.ObserveQueues(tel.MeterProvider, queries.New(pool).OutboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
 		return err
 	}

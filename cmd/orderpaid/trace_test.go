@@ -31,7 +31,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -66,8 +65,8 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 	if f.broker, err = broker.New(ctx, config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{}); err != nil {
 		t.Fatal(err)
 	}
-	for topic, group := range map[string]string{messages.TopicOrderPaid: consumer.HandlerOrderPaid, messages.TopicOrderConfirmed: consumer.HandlerOrderConfirmed} {
-		if err := f.broker.Provision(topic, group); err != nil {
+	for _, s := range consumer.Subscriptions() {
+		if err := f.broker.Provision(s.Topic, s.Group); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +77,7 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumers := consumer.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second)), f.broker.Publisher, nil, guard.All()).
+	consumers := consumer.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second)), f.broker.Publisher).
 		WithTelemetry(tel.Metrics, nil)
 	router, err := consumer.NewRouter(f.broker, consumers, poison.NewStore(queries.New(pool)), watermill.NopLogger{}, consumer.RouterConfig{
 		Outer: []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},

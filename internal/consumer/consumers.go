@@ -8,8 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/notify"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -25,20 +24,33 @@ type Consumers struct {
 	pool     *pgxpool.Pool
 	q        *queries.Queries
 	notifier *notify.Client
-	// direct publishes to the broker, bypassing the outbox; used only when
-	// Guards.Outbox is off.
+	// direct publishes to the broker, bypassing the outbox; used only with
+	// levers.Outbox off (publishIfOutboxOff).
 	direct message.Publisher
-	faults *faultpoint.Set
-	guards guard.Set
+	// levers may switch guards off and arm the fault points (levers.go);
+	// the zero value is production.
+	levers levers.Levers
 	// metrics counts executions and guard answers; logger logs each
 	// execution. Both nil unless WithTelemetry.
 	metrics *telemetry.Metrics
 	logger  *slog.Logger
 }
 
-// NewConsumers wires the handlers. faults may be nil (no fault injection).
-func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher, faults *faultpoint.Set, guards guard.Set) *Consumers {
-	return &Consumers{pool: pool, q: queries.New(pool), notifier: notifier, direct: direct, faults: faults, guards: guards}
+// NewConsumers wires the handlers, with every guard on. direct may be nil
+// unless WithLevers switches the outbox off.
+func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher) *Consumers {
+	return &Consumers{pool: pool, q: queries.New(pool), notifier: notifier, direct: direct}
+}
+
+// WithLevers returns a copy of c that obeys the lab's levers lv: a guard
+// switched off makes its step the mistake the guard prevents, and the fault
+// points (FaultAfterMarkPaid, ...) fire when armed (levers.go). The
+// notifier's levers are its own (notify.Client.WithLevers): give both the
+// same lv. Without WithLevers, or with levers.None(), every guard is on.
+func (c *Consumers) WithLevers(lv levers.Levers) *Consumers {
+	cp := *c
+	cp.levers = lv
+	return &cp
 }
 
 // WithTelemetry returns a copy of c that counts its executions and its

@@ -14,7 +14,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -49,7 +48,7 @@ func ExampleConsumers_HandleOrderConfirmed() {
 			return a
 		},
 	}))
-	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, srv.Client()), nil, nil, guard.All()).
+	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, srv.Client()), nil).
 		WithTelemetry(nil, logger)
 
 	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})

@@ -10,7 +10,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -20,8 +19,9 @@ import (
 //
 // Two guards protect it:
 //   - the inbox, keyed by (consumer, message id): a message already handled
-//     is acknowledged without calling the provider;
-//   - the provider's Idempotency-Key, set to the message id.
+//     is acknowledged without calling the provider (c.inboxSeen, levers.go);
+//   - the provider's Idempotency-Key, set to the message id (notify.Client
+//     sends a fresh key per call instead with levers.ProviderKey off).
 //
 // The provider is called BEFORE the inbox row is written. A crash between the
 // two leaves no inbox row, so the redelivery calls the provider again, with
@@ -56,23 +56,17 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	inboxKey := queries.ConsumerInboxExistsParams{Consumer: HandlerOrderConfirmed, MessageID: msg.UUID}
 
 	inboxCtx, delivered := run.begin(ctx, "confirmation_delivered", effect.Inbox)
-	if c.guards.Inbox {
-		seen, err := c.q.ConsumerInboxExists(inboxCtx, inboxKey)
-		if err != nil {
-			return c.record(ctx, run, fmt.Errorf("check inbox: %w", err))
-		}
-		if seen {
-			delivered.end(effect.AlreadyApplied)
-			return c.record(ctx, run, nil)
-		}
+	seen, err := c.inboxSeen(inboxCtx, inboxKey)
+	if err != nil {
+		return c.record(ctx, run, err)
+	}
+	if seen {
+		delivered.end(effect.AlreadyApplied)
+		return c.record(ctx, run, nil)
 	}
 
-	key := msg.UUID
-	if !c.guards.ProviderKey {
-		key = ""
-	}
 	sendCtx, notification := run.begin(inboxCtx, "notification_sent", effect.ProviderKey)
-	sent, err := c.notifier.SendOrderConfirmed(sendCtx, key, p.OrderID)
+	sent, err := c.notifier.SendOrderConfirmed(sendCtx, msg.UUID, p.OrderID)
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))
 	}
@@ -93,7 +87,7 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	}
 	notification.end(outcome)
 
-	if err := c.faults.Hit(faultpoint.AfterProviderCall); err != nil {
+	if err := c.levers.Hit(FaultAfterProviderCall); err != nil {
 		return c.record(ctx, run, err)
 	}
 

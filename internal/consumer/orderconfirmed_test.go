@@ -4,31 +4,31 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 func TestOrderConfirmedNotifiesOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name          string
-		guards        guard.Set
+		levers        levers.Levers
 		wantProvider  int // notifications the provider really sent
 		wantDelivered int64
 	}{
-		{"all guards", guard.All(), 1, 1},
+		{"all guards", levers.None(), 1, 1},
 		// The provider key alone still protects the customer: the inbox saves
 		// the call, the key saves the e-mail.
-		{"inbox off", without(func(g *guard.Set) { g.Inbox = false }), 1, 1},
+		{"inbox off", levers.None().Without(levers.Inbox), 1, 1},
 		// The inbox alone protects sequential redeliveries...
-		{"provider key off", without(func(g *guard.Set) { g.ProviderKey = false }), 1, 1},
+		{"provider key off", levers.None().Without(levers.ProviderKey), 1, 1},
 		// ...but with neither, every redelivery is another e-mail.
-		{"inbox and provider key off", without(func(g *guard.Set) { g.Inbox, g.ProviderKey = false, false }), 3, 1},
+		{"inbox and provider key off", levers.None().Without(levers.Inbox, levers.ProviderKey), 3, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.guards)
+			b := setup(t, tt.levers)
 			o := b.newOrder(t)
 			msg := outboxConfirmation(t, o)
 			for i := 0; i < 3; i++ {
@@ -53,20 +53,20 @@ func TestCrashAfterProviderCallSendsOnce(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name         string
-		guards       guard.Set
+		levers       levers.Levers
 		wantProvider int
 	}{
-		{"with the provider key", guard.All(), 1},
-		{"without the provider key", without(func(g *guard.Set) { g.ProviderKey = false }), 2},
+		{"with the provider key", levers.None(), 1},
+		{"without the provider key", levers.None().Without(levers.ProviderKey), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.guards)
+			b := setup(t, tt.levers)
 			o := b.newOrder(t)
 			msg := outboxConfirmation(t, o)
-			b.faults.Arm(faultpoint.AfterProviderCall, faultpoint.Fail, 1)
+			b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
 
-			if err := deliver(b.c.HandleOrderConfirmed, msg); !errors.Is(err, faultpoint.ErrInjected) {
+			if err := deliver(b.c.HandleOrderConfirmed, msg); !errors.Is(err, levers.ErrInjected) {
 				t.Fatalf("first delivery: err = %v, want the injected fault", err)
 			}
 			if err := deliver(b.c.HandleOrderConfirmed, msg); err != nil {

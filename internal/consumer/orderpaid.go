@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -10,11 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -32,7 +28,10 @@ import (
 // redelivered, step 1 answers AlreadyApplied and step 2 completes the work.
 //
 // Each guarded step is a span "effect <name>" (run.begin ... end) carrying
-// the guard's answer, under the delivery's consumer span.
+// the guard's answer, under the delivery's consumer span. The steps are
+// c.markPaid, c.enqueueConfirmation and c.releaseCommission (levers.go):
+// each is its guard (order.MarkPaid, outbox.Publish in the transition's
+// transaction, ledger.ReleaseCommission) unless the lab switched it off.
 func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	ctx := msg.Context()
 	run := c.newExecution(HandlerOrderPaid, msg.UUID)
@@ -46,13 +45,8 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	var o queries.Order
 	var confirmation *message.Message
 	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		markPaid := order.MarkPaid
-		if !c.guards.StateCheck {
-			markPaid = order.MarkPaidUnguarded
-		}
 		paidCtx, paid := run.begin(ctx, "paid", effect.StateCheck)
-		outcome, ord, err := markPaid(paidCtx, q, p.OrderID, msg.UUID)
+		outcome, ord, err := c.markPaid(paidCtx, queries.New(tx), p.OrderID, msg.UUID)
 		if err != nil {
 			return err
 		}
@@ -61,19 +55,10 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		if outcome != effect.Applied {
 			return nil
 		}
-		confirmation, err = messages.NewOrderConfirmed(o.ID)
-		if err != nil {
+		if confirmation, err = messages.NewOrderConfirmed(o.ID); err != nil {
 			return err
 		}
-		if !c.guards.Outbox {
-			return nil // published after commit below: the mistake
-		}
-		enqueueCtx, enqueued := run.begin(ctx, "confirmation_enqueued", effect.Outbox)
-		if err := outbox.Publish(enqueueCtx, tx, messages.TopicOrderConfirmed, confirmation); err != nil {
-			return err
-		}
-		enqueued.end(effect.Applied)
-		return nil
+		return c.enqueueConfirmation(ctx, run, tx, confirmation)
 	})
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_paid for unknown order %s: %w", p.OrderID, err)))
@@ -81,32 +66,19 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 1, mark paid: %w", err))
 	}
-	if !c.guards.Outbox && confirmation != nil {
-		// Without the outbox: publish after commit. A crash right here loses
-		// the confirmation for good; nothing will ever send it again.
-		if err := c.faults.Hit(faultpoint.AfterMarkPaid); err != nil {
-			return c.record(ctx, run, err)
-		}
-		telemetry.InjectMessage(ctx, confirmation)
-		if err := c.direct.Publish(messages.TopicOrderConfirmed, confirmation); err != nil {
-			return c.record(ctx, run, fmt.Errorf("publish confirmation: %w", err))
-		}
-	} else if err := c.faults.Hit(faultpoint.AfterMarkPaid); err != nil {
+	if err := c.levers.Hit(FaultAfterMarkPaid); err != nil {
+		return c.record(ctx, run, err)
+	}
+	if err := c.publishIfOutboxOff(ctx, confirmation); err != nil {
 		return c.record(ctx, run, err)
 	}
 
-	release := ledger.ReleaseCommission
-	if !c.guards.LedgerKey {
-		release = func(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
-			return ledger.ReleaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
-		}
-	}
 	releaseCtx, commission := run.begin(ctx, "commission", effect.LedgerKey)
-	outcome, err := release(releaseCtx, c.q, o, msg.UUID)
+	outcome, err := c.releaseCommission(releaseCtx, o, msg.UUID)
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 2, release commission: %w", err))
 	}
 	commission.end(outcome)
 
-	return c.record(ctx, run, c.faults.Hit(faultpoint.BeforeAck))
+	return c.record(ctx, run, c.levers.Hit(FaultBeforeAck))
 }

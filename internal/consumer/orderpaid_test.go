@@ -8,13 +8,12 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
 
@@ -37,7 +36,7 @@ func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 // must still apply each effect once.
 func TestTwoEventsForOnePaymentApplyEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	o := b.newOrder(t)
 	for _, evt := range []string{"evt_a", "evt_b"} {
 		if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, evt)); err != nil {
@@ -55,16 +54,16 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		guards guard.Set
+		levers levers.Levers
 		check  func(t *testing.T, b *bundle, paid, commission, enqueued int64)
 	}{
-		{"state check off: two transitions, two confirmations", without(func(g *guard.Set) { g.StateCheck = false }),
+		{"state check off: two transitions, two confirmations", levers.None().Without(levers.StateCheck),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if paid != 2 || enqueued != 2 {
 					t.Errorf("paid=%d confirmation_enqueued=%d, want 2 and 2", paid, enqueued)
 				}
 			}},
-		{"ledger key from the delivery: two commissions", without(func(g *guard.Set) { g.LedgerKey = false }),
+		{"ledger key from the delivery: two commissions", levers.None().Without(levers.LedgerKey),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if commission != 2 {
 					t.Errorf("commission=%d, want 2", commission)
@@ -74,7 +73,7 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.guards)
+			b := setup(t, tt.levers)
 			o := b.newOrder(t)
 			for _, evt := range []string{"evt_a", "evt_b"} {
 				if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, evt)); err != nil {
@@ -85,12 +84,6 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 			tt.check(t, b, a.Paid, a.Commission, a.ConfirmationEnqueued)
 		})
 	}
-}
-
-func without(off func(*guard.Set)) guard.Set {
-	g := guard.All()
-	off(&g)
-	return g
 }
 
 func TestOrderPaidConcurrentDeliveries(t *testing.T) {
@@ -104,7 +97,7 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, guard.All())
+			b := setup(t, levers.None())
 			o := b.newOrder(t)
 			msgs := make([]*message.Message, 50)
 			for i := range msgs {
@@ -149,12 +142,12 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 // must not redo step 1.
 func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
-	b.faults.Arm(faultpoint.AfterMarkPaid, faultpoint.Fail, 1)
+	b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
 
-	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, faultpoint.ErrInjected) {
+	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, levers.ErrInjected) {
 		t.Fatalf("first delivery: err = %v, want the injected fault", err)
 	}
 	if a := b.audit(t, o.ID); a.Paid != 1 || a.Commission != 0 {
@@ -172,12 +165,12 @@ func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 // broker sends the message again and every effect stays at one.
 func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
-	b.faults.Arm(faultpoint.BeforeAck, faultpoint.Fail, 1)
+	b.faults.Arm(consumer.FaultBeforeAck, levers.Fail, 1)
 
-	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, faultpoint.ErrInjected) {
+	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, levers.ErrInjected) {
 		t.Fatalf("first delivery: err = %v, want the injected fault", err)
 	}
 	if err := deliver(b.c.HandleOrderPaid, msg); err != nil {
@@ -191,7 +184,7 @@ func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 
 func TestOrderPaidThatCanNeverSucceedIsPermanent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	unknown := b.newOrder(t)
 	unknown.ID[0] ^= 0xff // an order that does not exist
 	for name, msg := range map[string]*message.Message{

@@ -13,8 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // A crash right after the transition committed: with the outbox the
@@ -25,15 +24,15 @@ func TestOutboxKeepsTheConfirmationThroughACrashAfterCommit(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name          string
-		guards        guard.Set
+		levers        levers.Levers
 		wantConfirmed int // confirmations that exist anywhere: outbox or broker
 	}{
-		{"with the outbox", guard.All(), 1},
-		{"publishing after commit", without(func(g *guard.Set) { g.Outbox = false }), 0},
+		{"with the outbox", levers.None(), 1},
+		{"publishing after commit", levers.None().Without(levers.Outbox), 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.guards)
+			b := setup(t, tt.levers)
 			brk, err := broker.New(context.Background(), config.Config{Broker: config.BrokerPostgres}, b.pool,
 				watermill.NewSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			if err != nil {
@@ -43,12 +42,12 @@ func TestOutboxKeepsTheConfirmationThroughACrashAfterCommit(t *testing.T) {
 			if err := brk.Provision("order_confirmed", "order_confirmed"); err != nil {
 				t.Fatal(err)
 			}
-			b.c = consumer.NewConsumers(b.pool, notify.NewClient("http://127.0.0.1:1", nil), brk.Publisher, b.faults, tt.guards)
+			b.c = consumer.NewConsumers(b.pool, notify.NewClient("http://127.0.0.1:1", nil), brk.Publisher).WithLevers(b.lv)
 			o := b.newOrder(t)
 			msg := orderPaid(t, o, "evt_1")
-			b.faults.Arm(faultpoint.AfterMarkPaid, faultpoint.Fail, 1)
+			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
 
-			if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, faultpoint.ErrInjected) {
+			if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, levers.ErrInjected) {
 				t.Fatalf("first delivery: err = %v, want the injected crash", err)
 			}
 			if err := deliver(b.c.HandleOrderPaid, msg); err != nil {

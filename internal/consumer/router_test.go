@@ -14,8 +14,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -73,7 +72,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // reason, and is not delivered again.
 func TestPoisonMessageIsParkedWithItsReason(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	brk := b.startRouter(t)
 	unknown := b.newOrder(t)
 	unknown.ID[0] ^= 0xff
@@ -101,10 +100,10 @@ func TestPoisonMessageIsParkedWithItsReason(t *testing.T) {
 // three executions, one of each effect.
 func TestTransientFailureIsRetried(t *testing.T) {
 	t.Parallel()
-	b := setup(t, guard.All())
+	b := setup(t, levers.None())
 	brk := b.startRouter(t)
 	o := b.newOrder(t)
-	b.faults.Arm(faultpoint.AfterMarkPaid, faultpoint.Fail, 2)
+	b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 2)
 	if err := brk.Publisher.Publish(messages.TopicOrderPaid, orderPaid(t, o, "evt_1")); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -26,20 +25,24 @@ type bundle struct {
 	pool     *pgxpool.Pool
 	q        *queries.Queries
 	provider *fakes.Notifier
-	faults   *faultpoint.Set
+	faults   *levers.FaultSet // armed by the tests, in lv
+	lv       levers.Levers    // c's and its notifier's
 	c        *consumer.Consumers
 }
 
-func setup(t *testing.T, guards guard.Set) *bundle {
+// setup builds a bundle whose consumers and notifier obey lv, with a fault
+// set the test arms.
+func setup(t *testing.T, lv levers.Levers) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	provider := fakes.NewNotifier()
 	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(srv.Close)
-	faults := faultpoint.New(nil)
+	faults := levers.NewFaultSet(nil)
+	lv = lv.WithFaults(faults)
 	return &bundle{
-		pool: pool, q: queries.New(pool), provider: provider, faults: faults,
-		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil, faults, guards),
+		pool: pool, q: queries.New(pool), provider: provider, faults: faults, lv: lv,
+		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil).WithLevers(lv), nil).WithLevers(lv),
 	}
 }
 

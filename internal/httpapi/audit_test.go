@@ -23,7 +23,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/ops/retention"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -65,7 +64,7 @@ func TestAuditNamesTheEvidenceRetentionCleaned(t *testing.T) {
 	provider := fakes.NewNotifier()
 	fakeSrv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(fakeSrv.Close)
-	consumers := consumer.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil), nil, nil, guard.All())
+	consumers := consumer.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil), nil)
 
 	old, recent := b.newOrder(t), b.newOrder(t)
 	for i, o := range []queries.Order{old, recent} {

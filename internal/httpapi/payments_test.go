@@ -34,7 +34,7 @@ func paySetup(t *testing.T, delayMS int) (*bundle, *fakes.Gateway) {
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Pool:     pool,
 		Ingestor: webhook.NewIngestor(pool, secret),
-		Payments: payment.NewService(pool, payment.NewGatewayClient(gwSrv.URL, nil), nil, payment.Config{}),
+		Payments: payment.NewService(pool, payment.NewGatewayClient(gwSrv.URL, nil), payment.Config{}),
 		Ready:    map[string]func(context.Context) error{"database": pool.Ping},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}))

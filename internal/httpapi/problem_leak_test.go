@@ -32,7 +32,7 @@ func TestProblemDetailsLeakNothing(t *testing.T) {
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Pool:     pool,
 		Ingestor: webhook.NewIngestor(pool, secret),
-		Payments: payment.NewService(pool, payment.NewGatewayClient(gw.URL, nil), nil, payment.Config{}),
+		Payments: payment.NewService(pool, payment.NewGatewayClient(gw.URL, nil), payment.Config{}),
 		Ready: map[string]func(context.Context) error{
 			"database": pool.Ping,
 			"broker":   func(context.Context) error { return errors.New("dial tcp 10.1.2.3:5672: connect: connection refused") },

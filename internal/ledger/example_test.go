@@ -59,7 +59,7 @@ func ExampleReleaseCommission() {
 // The classic mistake behind "--without ledger-key": a key derived from the
 // delivery instead of the business intent. Two deliveries, two keys, two
 // credits.
-func ExampleReleaseCommissionKeyedBy() {
+func ExampleReleaseCommissionUnguarded() {
 	ctx := context.Background()
 	pool, drop, err := pgtest.Open(ctx)
 	if err != nil {
@@ -75,7 +75,7 @@ func ExampleReleaseCommissionKeyedBy() {
 		return
 	}
 	for _, messageID := range []string{"msg-from-evt_1", "msg-from-evt_2"} {
-		outcome, err := ledger.ReleaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
+		outcome, err := ledger.ReleaseCommissionUnguarded(ctx, q, o, messageID)
 		if err != nil {
 			fmt.Println(err)
 			return

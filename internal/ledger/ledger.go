@@ -38,21 +38,29 @@ func Commission(amountCents int64) int64 {
 //
 // The key must come from the intent. Keyed on the message id instead, two
 // different provider events for one payment would both credit (see
-// ReleaseCommissionKeyedBy and the scenario "--without ledger-key").
+// ReleaseCommissionUnguarded and the scenario "--without ledger-key").
 func ReleaseCommission(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
-	return ReleaseCommissionKeyedBy(ctx, q, o, messageID, EntryKey(o.ID.String(), EntryTypeCommission))
+	return releaseCommissionKeyedBy(ctx, q, o, messageID, EntryKey(o.ID.String(), EntryTypeCommission))
 }
 
-// ReleaseCommissionKeyedBy inserts the commission under an explicit key. Only
-// ReleaseCommission (business key) is correct; the scenarios pass a key made
-// from the delivery to show the double credit that mistake causes.
+// ReleaseCommissionUnguarded is the mistake ReleaseCommission prevents, kept
+// so the scenario "--without ledger-key" can show the damage: the same
+// insert, keyed by the delivery ("delivery:<message id>") instead of the
+// business intent. A redelivery of the same message still credits once; a
+// second provider event for the same payment, a backfill or an operator's
+// replay is a new message with a new key, and credits again.
+func ReleaseCommissionUnguarded(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
+	return releaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
+}
+
+// releaseCommissionKeyedBy inserts the commission under key.
 //
 // An order without an affiliate earns no commission, and neither does one
 // whose commission rounds down to 0 cents (under 10 cents at 10%): both
 // answer NotApplicable and write no row. A 0-cent row would credit nothing
 // yet count as a commission released, in the audit and in every check that
 // wants one ledger row per paid order with an affiliate.
-func ReleaseCommissionKeyedBy(ctx context.Context, q *queries.Queries, o queries.Order, messageID, key string) (effect.Outcome, error) {
+func releaseCommissionKeyedBy(ctx context.Context, q *queries.Queries, o queries.Order, messageID, key string) (effect.Outcome, error) {
 	if !o.AffiliateID.Valid || Commission(o.AmountCents) == 0 {
 		return effect.NotApplicable, nil
 	}

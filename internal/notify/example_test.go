@@ -36,7 +36,7 @@ func ExampleClient_SendOrderConfirmed() {
 	for _, try := range []struct{ name, key string }{
 		{"first call", msg.UUID},
 		{"retry, same key", msg.UUID},
-		{"retry, fresh key", ""},
+		{"retry, fresh key", uuid.NewString()},
 	} {
 		sent, err := client.SendOrderConfirmed(context.Background(), try.key, orderID)
 		if err != nil {

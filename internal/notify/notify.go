@@ -24,12 +24,18 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // ErrRejected means the provider refused the request for good: a 4xx other
 // than the four that mean "not now" (see NotNowError). Sending it again will
 // not help.
 var ErrRejected = errors.New("notification rejected by the provider")
+
+// ErrNoKey is SendOrderConfirmed's answer to an empty Idempotency-Key: the
+// call is not made, since a retry of it could send the e-mail twice.
+var ErrNoKey = errors.New("notification without an idempotency key: not sent")
 
 // MaxRetryAfter caps the Retry-After a provider asks for: a caller waits at
 // most this long before trying again, and a longer pause is left to the
@@ -97,6 +103,9 @@ func WaitRetryAfter(ctx context.Context, err error) {
 type Client struct {
 	baseURL string
 	http    *http.Client
+	// levers may switch the provider key off (levers.ProviderKey); the zero
+	// value is production.
+	levers levers.Levers
 }
 
 // NewClient returns a client for the provider at baseURL. A nil hc gets a
@@ -106,6 +115,16 @@ func NewClient(baseURL string, hc *http.Client) *Client {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &Client{baseURL: baseURL, http: hc}
+}
+
+// WithLevers returns a copy that obeys the lab's levers lv: with
+// levers.ProviderKey off it sends a fresh key per call instead of the one it
+// is given, the mistake the scenario "--without provider-key" demonstrates.
+// Without WithLevers, or with levers.None(), every guard is on.
+func (c *Client) WithLevers(lv levers.Levers) *Client {
+	cp := *c
+	cp.levers = lv
+	return &cp
 }
 
 // Sent is the provider's answer.
@@ -120,13 +139,16 @@ type Sent struct {
 }
 
 // SendOrderConfirmed asks the provider to send the order confirmation, with
-// idempotencyKey as its Idempotency-Key. An empty key sends with no key: the
-// mistake the scenario "--without provider-key" demonstrates.
+// idempotencyKey as its Idempotency-Key. An empty key is refused before any
+// call: a call without a key protects nothing.
 //
 // A refusal is ErrRejected; a "not now" answer is a *NotNowError, with the
 // provider's Retry-After. Any other error (no answer) is transient too. A
 // retry must carry the same key, so that the provider never sends twice.
 func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, orderID uuid.UUID) (Sent, error) {
+	if idempotencyKey == "" {
+		return Sent{}, ErrNoKey
+	}
 	body, _ := json.Marshal(map[string]string{"order_id": orderID.String(), "template": "order_confirmed"})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/notifications", bytes.NewReader(body))
 	if err != nil {
@@ -134,8 +156,8 @@ func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	key := idempotencyKey
-	if key == "" {
-		key = uuid.NewString() // a fresh key per call protects nothing
+	if c.levers.Off(levers.ProviderKey) {
+		key = uuid.NewString() // the mistake: a fresh key per call protects nothing
 	}
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := c.http.Do(req)

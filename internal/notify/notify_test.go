@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // provider starts the fake notification provider behind a real HTTP server
@@ -146,4 +147,45 @@ func TestWaitRetryAfter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The provider key is the guard: with it, two calls for one message send
+// once. Switched off (levers.ProviderKey), each call carries a fresh key and
+// the provider sends twice: the mistake the workshop shows. An empty key is
+// refused before any call.
+func TestProviderKeyLever(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		lv       levers.Levers
+		wantSent int
+	}{
+		{"guarded", levers.None(), 1},
+		{"provider key off", levers.None().Without(levers.ProviderKey), 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n, c := provider(t)
+			c = c.WithLevers(tt.lv)
+			order := uuid.New()
+			for range 2 {
+				if _, err := c.SendOrderConfirmed(t.Context(), "msg-1", order); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := n.Notifications(); len(got) != tt.wantSent {
+				t.Errorf("notifications = %+v, want %d", got, tt.wantSent)
+			}
+		})
+	}
+	t.Run("empty key", func(t *testing.T) {
+		t.Parallel()
+		n, c := provider(t)
+		if _, err := c.SendOrderConfirmed(t.Context(), "", uuid.New()); !errors.Is(err, ErrNoKey) {
+			t.Errorf("err = %v, want ErrNoKey", err)
+		}
+		if got := n.Notifications(); len(got) != 0 {
+			t.Errorf("notifications = %+v, want none", got)
+		}
+	})
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // The per-order charge claim (charge.go): one charge per order, whatever the
 // Idempotency-Key. Every test here runs with the guard on, and once with it
-// off (Config.WithoutChargeClaim) to show it is the guard that holds: with it
+// off (levers.ChargeClaim) to show it is the guard that holds: with it
 // off each of them sees a second charge.
 
 // guardOnAndOff runs test with the per-order guard on, where it must pass, and
@@ -40,9 +41,7 @@ func guardOnAndOff(t *testing.T, cfg payment.Config, test func(t *testing.T, b *
 	})
 	t.Run("without the charge claim", func(t *testing.T) {
 		t.Parallel()
-		off := cfg
-		off.WithoutChargeClaim = true
-		b := setup(t, off)
+		b := setupLevers(t, cfg, levers.None().Without(levers.ChargeClaim))
 		if _, n := test(t, b); n < 2 {
 			t.Fatalf("gateway charges = %d with the per-order guard off, want 2 or more: the test does not exercise it", n)
 		}
@@ -101,7 +100,7 @@ func TestOneChargePerOrder(t *testing.T) {
 			// Our gateway client gives up after 100ms; the gateway charges,
 			// then takes 400ms to answer.
 			b.control(t, fakes.GatewayControl{DelayMS: 400})
-			impatient := payment.NewService(b.pool, payment.NewGatewayClient(b.url, &http.Client{Timeout: 100 * time.Millisecond}), nil, b.cfg)
+			impatient := payment.NewService(b.pool, payment.NewGatewayClient(b.url, &http.Client{Timeout: 100 * time.Millisecond}), b.cfg).WithLevers(b.lv)
 			if _, err := pay(impatient, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
 				t.Fatalf("first call: err = %v, want ErrGatewayUnavailable (timed out)", err)
 			}
@@ -257,7 +256,7 @@ func TestPayGatewayNotAboutThePayment(t *testing.T) {
 				fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(status), status)
 			}))
 			defer wrong.Close()
-			misconfigured := payment.NewService(b.pool, payment.NewGatewayClient(wrong.URL, nil), nil, b.cfg)
+			misconfigured := payment.NewService(b.pool, payment.NewGatewayClient(wrong.URL, nil), b.cfg).WithLevers(b.lv)
 			if _, err := pay(misconfigured, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
 				t.Fatalf("err = %v, want ErrGatewayUnavailable (502), not a stored refusal", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -132,10 +133,11 @@ func (s *Service) recoverKey(ctx context.Context, q *queries.Queries, c *claimed
 }
 
 // claimOrderCharge claims the order's charge for this request (charge.go), or,
-// with that guard switched off (Config.WithoutChargeClaim), lets every key
-// charge: the mistake of trusting the Idempotency-Key alone.
+// with that guard switched off (levers.ChargeClaim), lets every key charge,
+// under a gateway key of its own (GatewayKey): the mistake of trusting the
+// Idempotency-Key alone.
 func (s *Service) claimOrderCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
-	if s.cfg.WithoutChargeClaim {
+	if s.levers.Off(levers.ChargeClaim) {
 		return nil
 	}
 	return s.claimCharge(ctx, q, c)

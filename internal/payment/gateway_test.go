@@ -36,7 +36,7 @@ func TestPayGatewayUnavailable(t *testing.T) {
 		o := b.newOrder(t, "cust-unreachable")
 		down := httptest.NewServer(http.NotFoundHandler())
 		down.Close()
-		svc := payment.NewService(b.pool, payment.NewGatewayClient(down.URL, nil), nil, payment.Config{})
+		svc := payment.NewService(b.pool, payment.NewGatewayClient(down.URL, nil), payment.Config{})
 		if _, err := pay(svc, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
 			t.Fatalf("err = %v, want ErrGatewayUnavailable", err)
 		}

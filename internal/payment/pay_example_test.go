@@ -36,7 +36,7 @@ func ExampleService_Pay() {
 	defer gw.Close()
 	srv := httptest.NewServer(fakes.New(gw, fakes.NewNotifier()))
 	defer srv.Close()
-	svc := payment.NewService(pool, payment.NewGatewayClient(srv.URL, srv.Client()), nil, payment.Config{})
+	svc := payment.NewService(pool, payment.NewGatewayClient(srv.URL, srv.Client()), payment.Config{})
 
 	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})
 	if err != nil {

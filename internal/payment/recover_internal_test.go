@@ -27,7 +27,7 @@ func TestRecoverKey(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := NewService(pool, nil, nil, Config{LockTimeout: time.Minute})
+	s := NewService(pool, nil, Config{LockTimeout: time.Minute})
 
 	t.Run("exactly one of several concurrent recoverers wins", func(t *testing.T) {
 		const n = 8

@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultBeforeGatewayCall fires after phase 1 committed the key's lock and
 // before the gateway is called. Armed in Fail mode it makes Pay return
-// faultpoint.ErrInjected without releasing the key: what a crash at that
+// levers.ErrInjected without releasing the key: what a crash at that
 // moment leaves behind, a key locked until its lock expires.
 const FaultBeforeGatewayCall = "payment.before_gateway_call"
 
@@ -33,13 +33,6 @@ type Config struct {
 	Retention time.Duration
 	// CleanInterval is how often Cleaner.Run deletes expired keys (default 1h).
 	CleanInterval time.Duration
-	// WithoutKey switches the guard off (workshop and scenarios only): see
-	// payUnguarded.
-	WithoutKey bool
-	// WithoutChargeClaim switches the per-order charge claim off (workshop
-	// and scenarios only): every new key charges, under a gateway key of its
-	// own (GatewayKey), as when the Idempotency-Key is the only guard.
-	WithoutChargeClaim bool
 }
 
 func (c Config) withDefaults() Config {
@@ -53,16 +46,29 @@ func (c Config) withDefaults() Config {
 // use, also from several processes sharing one database: every decision
 // about a key is taken by PostgreSQL.
 type Service struct {
-	pool   *pgxpool.Pool
-	gw     *GatewayClient
-	faults *faultpoint.Set
-	cfg    Config
+	pool *pgxpool.Pool
+	gw   *GatewayClient
+	cfg  Config
+	// levers may switch the Idempotency-Key or the per-order charge claim
+	// off and arm FaultBeforeGatewayCall; the zero value is production.
+	levers levers.Levers
 }
 
 // NewService returns a Service storing keys through pool and charging through
-// gw. faults may be nil (no fault injection).
-func NewService(pool *pgxpool.Pool, gw *GatewayClient, faults *faultpoint.Set, cfg Config) *Service {
-	return &Service{pool: pool, gw: gw, faults: faults, cfg: cfg.withDefaults()}
+// gw.
+func NewService(pool *pgxpool.Pool, gw *GatewayClient, cfg Config) *Service {
+	return &Service{pool: pool, gw: gw, cfg: cfg.withDefaults()}
+}
+
+// WithLevers returns a copy that obeys the lab's levers lv: with
+// levers.IdempotencyKey off it charges without the key store (payUnguarded,
+// every retry charges), with levers.ChargeClaim off it lets every new key
+// charge the order (claimOrderCharge), and it hits FaultBeforeGatewayCall.
+// Without WithLevers, or with levers.None(), every guard is on.
+func (s *Service) WithLevers(lv levers.Levers) *Service {
+	c := *s
+	c.levers = lv
+	return &c
 }
 
 // Request is one POST /orders/{id}/payments as the HTTP layer received it.
@@ -112,7 +118,7 @@ func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
 }
 
 func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
-	if s.cfg.WithoutKey {
+	if s.levers.Off(levers.IdempotencyKey) {
 		return s.payUnguarded(ctx, req)
 	}
 	if err := checkKey(req.Key); err != nil {
@@ -129,7 +135,7 @@ func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 	if c.done {
 		return c.resp, nil
 	}
-	if err := s.faults.Hit(FaultBeforeGatewayCall); err != nil {
+	if err := s.levers.Hit(FaultBeforeGatewayCall); err != nil {
 		// A crash here: the key stays locked until LockTimeout.
 		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/faultpoint"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -31,13 +31,21 @@ type bundle struct {
 	url    string
 	client *payment.GatewayClient
 	cfg    payment.Config // svc's
+	lv     levers.Levers  // svc's
 
 	mu    sync.Mutex
 	calls map[string]int // order id -> POST /charges requests that reached the gateway
 }
 
-// setup builds a bundle whose Service uses cfg and no fault points.
+// setup builds a bundle whose Service uses cfg, every guard on and no fault
+// points.
 func setup(t *testing.T, cfg payment.Config) *bundle {
+	t.Helper()
+	return setupLevers(t, cfg, levers.None())
+}
+
+// setupLevers builds a bundle whose Service uses cfg and the levers lv.
+func setupLevers(t *testing.T, cfg payment.Config, lv levers.Levers) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	g := fakes.NewGateway(fakes.GatewayConfig{}) // no WebhookURL: no webhooks
@@ -47,13 +55,13 @@ func setup(t *testing.T, cfg payment.Config) *bundle {
 	t.Cleanup(srv.Close)
 	b.url = srv.URL
 	b.client = payment.NewGatewayClient(srv.URL, srv.Client())
-	b.cfg = cfg
-	b.svc = b.service(cfg, nil)
+	b.cfg, b.lv = cfg, lv
+	b.svc = b.service(cfg, lv)
 	return b
 }
 
 // svcGuarded reports whether b.svc runs with the per-order charge claim.
-func (b *bundle) svcGuarded() bool { return !b.cfg.WithoutChargeClaim }
+func (b *bundle) svcGuarded() bool { return !b.lv.Off(levers.ChargeClaim) }
 
 // audit reads the order's audit, the query behind GET /orders/{id}/audit.
 func (b *bundle) audit(t *testing.T, o queries.Order) queries.AuditOrderRow {
@@ -66,8 +74,8 @@ func (b *bundle) audit(t *testing.T, o queries.Order) queries.AuditOrderRow {
 }
 
 // service returns another Service on the same database and gateway.
-func (b *bundle) service(cfg payment.Config, faults *faultpoint.Set) *payment.Service {
-	return payment.NewService(b.pool, b.client, faults, cfg)
+func (b *bundle) service(cfg payment.Config, lv levers.Levers) *payment.Service {
+	return payment.NewService(b.pool, b.client, cfg).WithLevers(lv)
 }
 
 // counting counts the charge requests that reach the gateway, per order: the

@@ -30,7 +30,7 @@ func TestStoreKeepsTheFirstCompletion(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := NewService(pool, nil, nil, Config{})
+	s := NewService(pool, nil, Config{})
 	c := claimed{order: o, scope: "c1", key: "k1", fingerprint: "fp"}
 	answer := GatewayAnswer{Status: http.StatusCreated, Body: []byte(`{"id":"ch_1"}`)}
 
@@ -72,7 +72,7 @@ func TestKeyClaimRace(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := NewService(pool, nil, nil, Config{})
+	s := NewService(pool, nil, Config{})
 	second := make(chan error, 1)
 	go func() {
 		_, err := s.claim(ctx, Request{OrderID: o.ID, Key: "k1"}, body)

@@ -13,9 +13,9 @@ import (
 )
 
 // payUnguarded is the mistake the Idempotency-Key prevents, kept for the
-// scenario "--without idempotency-key" (Config.WithoutKey): no key store and a
-// fresh gateway key per request, so a client that retries after a timeout is
-// charged again.
+// scenario "--without idempotency-key" (levers.IdempotencyKey): no key store
+// and a fresh gateway key per request, so a client that retries after a
+// timeout is charged again.
 func (s *Service) payUnguarded(ctx context.Context, req Request) (Response, error) {
 	if _, err := DecodeBody(req.Body); err != nil {
 		return Response{}, err

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // Without the Idempotency-Key guard, the client's retry is a second charge:
 // the damage the scenario "--without idempotency-key" shows.
 func TestPayWithoutKeyChargesEveryRetry(t *testing.T) {
 	t.Parallel()
-	b := setup(t, payment.Config{WithoutKey: true})
+	b := setupLevers(t, payment.Config{}, levers.None().Without(levers.IdempotencyKey))
 	o := b.newOrder(t, "cust-unguarded")
 	for i := 0; i < 2; i++ {
 		resp, err := pay(b.svc, o, "k1", `{}`)

@@ -17,6 +17,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -42,22 +43,25 @@ type Ingestor struct {
 	secret    []byte
 	tolerance time.Duration
 	now       func() time.Time
-	// inbox is the guard; false only in the scenario "--without webhook-inbox".
-	inbox bool
+	// levers may switch the inbox off (levers.WebhookInbox); the zero value
+	// is production.
+	levers levers.Levers
 	// metrics counts signature failures and the inbox's answers (nil: not counted).
 	metrics *telemetry.Metrics
 }
 
 // NewIngestor returns an Ingestor checking signatures with secret.
 func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
-	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now, inbox: true}
+	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now}
 }
 
-// WithoutInbox returns a copy that skips the webhook inbox: the mistake the
-// scenario "--without webhook-inbox" demonstrates.
-func (in *Ingestor) WithoutInbox() *Ingestor {
+// WithLevers returns a copy that obeys the lab's levers lv: with
+// levers.WebhookInbox off it skips the webhook inbox, the mistake the
+// scenario "--without webhook-inbox" demonstrates (see accept). Without
+// WithLevers, or with levers.None(), every guard is on.
+func (in *Ingestor) WithLevers(lv levers.Levers) *Ingestor {
 	c := *in
-	c.inbox = false
+	c.levers = lv
 	return &c
 }
 
@@ -130,7 +134,7 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	outcome := effect.Applied
 	ctx, step := telemetry.StartStep(ctx, in.metrics, "payment_event_accepted", effect.WebhookInbox)
 	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
-		if in.inbox {
+		if !in.levers.Off(levers.WebhookInbox) { // off: every delivery enqueues, the mistake
 			n, err := queries.New(tx).WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{
 				EventID: ev.ID, EventType: ev.Type,
 				OrderID: uuid.NullUUID{UUID: ev.Data.OrderID, Valid: true},

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -79,7 +79,7 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 		}
 		specs := []Spec{{Name: "guards on" + suffix}}
 		if plan.GuardsOff {
-			specs = append(specs, Spec{Name: "guards off" + suffix, Without: strings.Join(guard.Names(), ",")})
+			specs = append(specs, Spec{Name: "guards off" + suffix, Without: strings.Join(levers.GuardNames(), ",")})
 		}
 		for _, spec := range specs {
 			r, err := RunOne(ctx, cfg, spec)

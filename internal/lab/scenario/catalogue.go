@@ -30,7 +30,7 @@ func Catalogue() []*Scenario {
 	}
 }
 
-// Names of the guards, as guard.Names spells them.
+// Names of the guards, as levers.GuardNames spells them.
 const (
 	guardStateCheck     = "state-check"
 	guardLedgerKey      = "ledger-key"
@@ -42,7 +42,7 @@ const (
 	guardChargeClaim    = "charge-claim"
 )
 
-// Fault points, as internal/platform/faultpoint names them.
+// Fault points, as internal/consumer names them (consumer.FaultAfterMarkPaid, ...).
 const (
 	faultAfterMarkPaid     = "order_paid.after_mark_paid"
 	faultBeforeAck         = "order_paid.before_ack"

@@ -4,14 +4,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // The catalogue is what the issue asks for: every guard can be switched off
 // in at least one scenario, whose damage is then checked.
 func TestEveryGuardIsDemonstrated(t *testing.T) {
 	t.Parallel()
-	for _, g := range guard.Names() {
+	for _, g := range levers.GuardNames() {
 		if len(Demonstrating(g)) == 0 {
 			t.Errorf("no scenario demonstrates --without %s", g)
 		}
@@ -30,8 +30,8 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			t.Errorf("%s: summary, repeated, run and protected checks are all required", s.Name)
 		}
 		for _, g := range s.Guards() {
-			if !slices.Contains(guard.Names(), g) {
-				t.Errorf("%s: --without %s is not a guard (guard.Names: %v)", s.Name, g, guard.Names())
+			if !slices.Contains(levers.GuardNames(), g) {
+				t.Errorf("%s: --without %s is not a guard (levers.GuardNames: %v)", s.Name, g, levers.GuardNames())
 			}
 			if s.Without[g].Damage == "" {
 				t.Errorf("%s --without %s: say what the damage is", s.Name, g)

@@ -18,7 +18,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/ops/backfill"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -32,7 +31,7 @@ func TestBackfillTwiceChangesNoEffect(t *testing.T) {
 	q := queries.New(pool)
 	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), fakes.NewNotifier()))
 	t.Cleanup(srv.Close)
-	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil, nil, guard.All())
+	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil)
 
 	const n = 7
 	var orders []queries.Order

@@ -17,7 +17,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/ops/retention"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/guard"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -37,7 +36,7 @@ func TestCorrectnessDoesNotDependOnTheInboxAfterTheWindow(t *testing.T) {
 	provider := fakes.NewNotifier()
 	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(srv.Close)
-	consumers := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil, nil, guard.All())
+	consumers := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil)
 	secret := []byte("whsec_test")
 	ingestor := webhook.NewIngestor(pool, secret)
 

@@ -1,0 +1,120 @@
+package levers
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ErrInjected is the error an armed fault point returns.
+var ErrInjected = errors.New("injected fault")
+
+// Mode is what an armed fault point does.
+type Mode string
+
+// Modes.
+const (
+	// Fail returns ErrInjected (the handler fails, the broker redelivers).
+	Fail Mode = "error"
+	// Crash ends the process at once, as a SIGKILL would.
+	Crash Mode = "crash"
+)
+
+// FaultSet holds the armed fault points. A fault point is a named place in
+// the code (consumer.FaultAfterMarkPaid, payment.FaultBeforeGatewayCall)
+// where a test or a scenario can reproduce a partial failure (a crash
+// between two effects, a timeout after a commit) on demand; the code hits
+// them through Levers.Hit. A nil FaultSet is inert: every hit is a no-op.
+type FaultSet struct {
+	mu    sync.Mutex
+	armed map[string]arming
+	crash func()
+}
+
+type arming struct {
+	mode  Mode
+	times int // remaining hits; < 0 means every hit
+}
+
+// NewFaultSet returns an empty FaultSet. crash is called by points armed in
+// Crash mode.
+func NewFaultSet(crash func()) *FaultSet {
+	return &FaultSet{armed: map[string]arming{}, crash: crash}
+}
+
+// ParseFaults arms points from a spec such as
+// "order_paid.after_mark_paid=error:1,order_confirmed.after_provider_call=crash",
+// as --faults gives it. The count after the colon is how many hits fire
+// (default: every hit).
+//
+// known lists every point the code hits. A name not in it is refused: arming
+// a misspelt point would arm nothing, and the scenario or test that relies
+// on the fault would pass without it ever firing. Each point is declared
+// beside the code that hits it, in packages this one must not import, so
+// the caller gathers the list (faultPoints in cmd/orderpaid).
+func ParseFaults(spec string, known []string, crash func()) (*FaultSet, error) {
+	s := NewFaultSet(crash)
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, rest, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("fault %q: want name=mode[:count]", item)
+		}
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("fault %q: unknown fault point %q: want one of %s", item, name, strings.Join(slices.Sorted(slices.Values(known)), ", "))
+		}
+		mode, count, _ := strings.Cut(rest, ":")
+		times := -1
+		if count != "" {
+			n, err := strconv.Atoi(count)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("fault %q: count must be a positive integer", item)
+			}
+			times = n
+		}
+		if Mode(mode) != Fail && Mode(mode) != Crash {
+			return nil, fmt.Errorf("fault %q: mode must be error or crash", item)
+		}
+		s.Arm(name, Mode(mode), times)
+	}
+	return s, nil
+}
+
+// Arm makes the next times hits of point fire (times < 0: every hit).
+func (s *FaultSet) Arm(point string, mode Mode, times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed[point] = arming{mode: mode, times: times}
+}
+
+// fire fires the point if it is armed: it returns ErrInjected, or crashes
+// the process, and otherwise returns nil.
+func (s *FaultSet) fire(point string) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	a, ok := s.armed[point]
+	if ok && a.times > 0 {
+		a.times--
+		if a.times == 0 {
+			delete(s.armed, point)
+		} else {
+			s.armed[point] = a
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if a.mode == Crash && s.crash != nil {
+		s.crash()
+	}
+	return fmt.Errorf("%w at %s", ErrInjected, point)
+}
