@@ -18,31 +18,35 @@ const (
 	maxPort = 32767
 )
 
-// ports is where FreeAddr goes on: from a random port of the range, so that
-// processes started together (parallel test binaries) begin far apart, then
-// upwards, so that one process never hands out a port twice.
-var ports struct {
-	mu   sync.Mutex
-	next int // 0 until the first call
+// handedOut is every port this process has handed out: it never hands one
+// out twice. Each port is drawn at random from the range, not counted upwards
+// from one: parallel test binaries each have their own FreeAddr, and two
+// processes counting upwards from nearby starts would hand out the same
+// ports one after the other.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
 }
 
 // FreeAddr returns an address on 127.0.0.1 whose port nothing listens on
 // right now, for a child process to listen on.
 func FreeAddr() (string, error) {
-	ports.mu.Lock()
-	defer ports.mu.Unlock()
-	if ports.next == 0 {
-		ports.next = minPort + rand.IntN(maxPort-minPort+1)
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	for range maxPort - minPort + 1 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.next))
-		if ports.next++; ports.next > maxPort {
-			ports.next = minPort
+	for range 1000 {
+		port := minPort + rand.IntN(maxPort-minPort+1)
+		if handedOut.ports[port] {
+			continue
 		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if ln, err := net.Listen("tcp", addr); err == nil {
 			ln.Close()
+			handedOut.ports[port] = true
 			return addr, nil
 		}
 	}
-	return "", fmt.Errorf("find a free port on 127.0.0.1: every port from %d to %d is in use", minPort, maxPort)
+	return "", fmt.Errorf("find a free port on 127.0.0.1: 1000 random ports from %d to %d were in use or handed out", minPort, maxPort)
 }

@@ -9,10 +9,13 @@ import (
 )
 
 // FreeAddr hands out ports below the ephemeral range, each once, and each
-// one can be listened on.
+// one can be listened on. (Another test binary may take a port between the
+// check and the listen: that race is the caller's to lose now and then, so
+// a lost race or two out of 50 is logged, not failed.)
 func TestFreeAddrBelowTheEphemeralRange(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
+	lost := 0
 	for range 50 {
 		addr, err := childproc.FreeAddr()
 		if err != nil {
@@ -31,8 +34,13 @@ func TestFreeAddrBelowTheEphemeralRange(t *testing.T) {
 		seen[addr] = true
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			t.Fatalf("listen on the free address %s: %v", addr, err)
+			t.Logf("listen on the free address %s: %v (taken since)", addr, err)
+			lost++
+			continue
 		}
 		ln.Close()
+	}
+	if lost > 2 {
+		t.Fatalf("%d of 50 free addresses could not be listened on", lost)
 	}
 }
