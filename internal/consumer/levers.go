@@ -15,6 +15,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -100,4 +101,23 @@ func (c *Consumers) inboxSeen(ctx context.Context, key queries.ConsumerInboxExis
 		return false, fmt.Errorf("check inbox: %w", err)
 	}
 	return seen, nil
+}
+
+// reserveStock is stock.Reserve, the reservation row and the guarded
+// decrement, in tx (the transition's transaction), as the guarded step
+// "stock_reserved" of run; with levers.StockReservation off,
+// stock.ReserveUnguarded, the naive counter that takes the items once per
+// delivery.
+func (c *Consumers) reserveStock(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID, messageID string) error {
+	ctx, reserved := run.begin(ctx, effect.StockReserved, effect.Reservation)
+	reserve := stock.Reserve
+	if c.levers.Off(levers.StockReservation) {
+		reserve = stock.ReserveUnguarded
+	}
+	outcome, err := reserve(ctx, tx, orderID, messageID)
+	if err != nil {
+		return err
+	}
+	reserved.end(outcome)
+	return nil
 }

@@ -13,16 +13,23 @@ import (
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // HandleOrderPaid consumes order_paid in two steps, each in its own
 // transaction, each protected by its own guard:
 //
-//  1. mark the order paid (state check) and, in the same transaction, write
-//     order_confirmed to the outbox: the confirmation exists exactly when the
-//     transition happened;
+//  1. mark the order paid (state check), take its items out of stock
+//     (reservation row and guarded decrement) and, in the same transaction,
+//     write order_confirmed to the outbox: the confirmation exists exactly
+//     when the transition happened;
 //  2. release the affiliate commission (unique ledger key).
+//
+// An order whose items are short cannot be fulfilled: step 1 fails for good
+// (stock.ErrOutOfStock), nothing of it is applied, and the message goes to
+// the poison queue with that reason, for an operator to see; replaying it
+// (orderpaid reprocess --poison) after the stock is refilled runs it again.
 //
 // A failure between the steps is a real partial failure: the message is
 // redelivered, step 1 answers AlreadyApplied and step 2 completes the work.
@@ -52,6 +59,9 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		}
 		o = ord
 		paid.end(outcome)
+		if err := c.reserveStock(ctx, run, tx, o.ID, msg.UUID); err != nil {
+			return err
+		}
 		if outcome != effect.Applied {
 			return nil
 		}
@@ -62,6 +72,9 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	})
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_paid for unknown order %s: %w", p.OrderID, err)))
+	}
+	if errors.Is(err, stock.ErrOutOfStock) {
+		return c.record(ctx, run, permanent(fmt.Errorf("step 1, reserve stock: %w", err)))
 	}
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 1, mark paid: %w", err))

@@ -32,6 +32,7 @@ const (
 	ProviderKey    Technique = "provider_idempotency_key"
 	WebhookInbox   Technique = "webhook_inbox"
 	IdempotencyKey Technique = "idempotency_key"
+	Reservation    Technique = "reservation_row"
 )
 
 // Result is one protected step of a handler run: which effect, which guard,

@@ -15,6 +15,7 @@ func Catalogue() []*Scenario {
 		webhookRedelivered(),
 		webhookConcurrent(),
 		twoEvents(),
+		stockRedelivered(),
 		transientRetry(),
 		commitNoAck(),
 		commitAckLost(),
@@ -32,14 +33,15 @@ func Catalogue() []*Scenario {
 
 // Names of the guards, as levers.GuardNames spells them.
 const (
-	guardStateCheck     = "state-check"
-	guardLedgerKey      = "ledger-key"
-	guardOutbox         = "outbox"
-	guardInbox          = "inbox"
-	guardProviderKey    = "provider-key"
-	guardWebhookInbox   = "webhook-inbox"
-	guardIdempotencyKey = "idempotency-key"
-	guardChargeClaim    = "charge-claim"
+	guardStateCheck       = "state-check"
+	guardLedgerKey        = "ledger-key"
+	guardOutbox           = "outbox"
+	guardInbox            = "inbox"
+	guardProviderKey      = "provider-key"
+	guardWebhookInbox     = "webhook-inbox"
+	guardIdempotencyKey   = "idempotency-key"
+	guardChargeClaim      = "charge-claim"
+	guardStockReservation = "stock-reservation"
 )
 
 // Fault points, as internal/consumer names them (consumer.FaultAfterMarkPaid, ...).

@@ -59,14 +59,16 @@ func (s *Stage) must(ctx context.Context, method, url string, body, out any) err
 }
 
 // NewOrder creates a pending order of 100.00 BRL with an affiliate through
-// POST /orders, and tracks it.
-func (s *Stage) NewOrder(ctx context.Context) (uuid.UUID, error) {
+// POST /orders, and tracks it. items, if any, are {"sku","quantity"} objects.
+func (s *Stage) NewOrder(ctx context.Context, items ...map[string]any) (uuid.UUID, error) {
 	var created struct {
 		ID uuid.UUID `json:"id"`
 	}
-	err := s.must(ctx, "POST", s.APIURL()+"/orders", map[string]any{
-		"customer_id": "c1", "affiliate_id": "a1", "amount_cents": 10000, "currency": "BRL",
-	}, &created)
+	body := map[string]any{"customer_id": "c1", "affiliate_id": "a1", "amount_cents": 10000, "currency": "BRL"}
+	if len(items) > 0 {
+		body["items"] = items
+	}
+	err := s.must(ctx, "POST", s.APIURL()+"/orders", body, &created)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -108,10 +110,24 @@ func (s *Stage) PayTitle(ctx context.Context, id uuid.UUID, key string, timeout 
 	return resp.StatusCode, p.Title, nil
 }
 
-// PaidOrder creates an order and pays it; the gateway's webhook then starts
-// the order_paid flow. It returns the order and the gateway's charge id.
-func (s *Stage) PaidOrder(ctx context.Context) (uuid.UUID, string, error) {
-	id, err := s.NewOrder(ctx)
+// SetStock sets sku's stock to available with PUT /stock/{sku}.
+func (s *Stage) SetStock(ctx context.Context, sku string, available int) error {
+	return s.must(ctx, "PUT", s.APIURL()+"/stock/"+sku, map[string]any{"available": available}, nil)
+}
+
+// Stock reads sku's available units with GET /stock/{sku}.
+func (s *Stage) Stock(ctx context.Context, sku string) (int64, error) {
+	var level struct {
+		Available int64 `json:"available"`
+	}
+	return level.Available, s.must(ctx, "GET", s.APIURL()+"/stock/"+sku, nil, &level)
+}
+
+// PaidOrder creates an order (with items, if any) and pays it; the gateway's
+// webhook then starts the order_paid flow. It returns the order and the
+// gateway's charge id.
+func (s *Stage) PaidOrder(ctx context.Context, items ...map[string]any) (uuid.UUID, string, error) {
+	id, err := s.NewOrder(ctx, items...)
 	if err != nil {
 		return uuid.Nil, "", err
 	}
@@ -176,7 +192,7 @@ func (s *Stage) Redeliver(ctx context.Context, chargeID string, count int, concu
 }
 
 // audit is GET /orders/{id}/audit.
-type audit struct {
+type audit struct { // GET /orders/{id}/audit
 	Executions map[string]int64 `json:"executions"`
 	Effects    map[string]int64 `json:"effects"`
 }

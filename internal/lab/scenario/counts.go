@@ -27,6 +27,9 @@ type Counts struct {
 	// (GET /notifications); ProviderCalls how often it was asked to.
 	Notified      int64 `json:"notifications"`
 	ProviderCalls int64 `json:"provider_calls"`
+	// StockReserved is the audit's stock_reserved: how often orders' items
+	// really left the stock.
+	StockReserved int64 `json:"stock_reserved"`
 }
 
 // Metric names one number of Counts in a Check.
@@ -43,6 +46,7 @@ const (
 	Delivered          Metric = "confirmation_delivered"
 	Notified           Metric = "notifications"
 	ProviderCalls      Metric = "provider_calls"
+	StockReserved      Metric = "stock_reserved"
 )
 
 // Of returns the value of m in c.
@@ -66,6 +70,8 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Notified
 	case ProviderCalls:
 		return c.ProviderCalls
+	case StockReserved:
+		return c.StockReserved
 	}
 	panic("scenario: unknown metric " + string(m))
 }

@@ -28,6 +28,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.Commission += a.Effects["commission"]
 		c.Enqueued += a.Effects["confirmation_enqueued"]
 		c.Delivered += a.Effects["confirmation_delivered"]
+		c.StockReserved += a.Effects["stock_reserved"]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {

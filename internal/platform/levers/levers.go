@@ -34,10 +34,13 @@ const (
 	// ChargeClaim: one charge per order, whatever the key (off: every new
 	// key charges).
 	ChargeClaim Guard = "charge-claim"
+	// StockReservation: one reservation row per (order, SKU) and a guarded
+	// decrement (off: the naive counter, a decrement per delivery).
+	StockReservation Guard = "stock-reservation"
 )
 
 // guards lists every Guard, sorted by name.
-var guards = []Guard{ChargeClaim, IdempotencyKey, Inbox, LedgerKey, Outbox, ProviderKey, StateCheck, WebhookInbox}
+var guards = []Guard{ChargeClaim, IdempotencyKey, Inbox, LedgerKey, Outbox, ProviderKey, StateCheck, StockReservation, WebhookInbox}
 
 // GuardNames lists the names --without accepts, sorted.
 func GuardNames() []string {
