@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // runDemo walks one order through a running api + fakes (`orderpaid all`)
@@ -98,7 +100,7 @@ type audit struct {
 }
 
 func (a audit) settled(minRuns int64) bool {
-	for _, k := range []string{"paid", "commission", "confirmation_enqueued", "confirmation_delivered", "notification_sent"} {
+	for _, k := range []string{effect.Paid, effect.Commission, effect.ConfirmationEnqueued, effect.ConfirmationDelivered, effect.NotificationSent} {
 		if a.Effects[k] != 1 {
 			return false
 		}

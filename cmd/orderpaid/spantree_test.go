@@ -107,8 +107,8 @@ func (ss spans) tree() string {
 	return b.String()
 }
 
-// effect is the attributes an effect span must have.
-func effect(technique, outcome string) map[string]string {
+// effectAttrs is the attributes an effect span must have.
+func effectAttrs(technique, outcome string) map[string]string {
 	return map[string]string{"idempotency.technique": technique, "idempotency.outcome": outcome}
 }
 
@@ -149,15 +149,15 @@ func checkOrderTrace(t *testing.T, all spans, orderID, system string) spans {
 		}
 	}
 	ingest := ss.child(t, root, "webhook ingest", nil)
-	accepted := ss.child(t, ingest, "effect payment_event_accepted", effect("webhook_inbox", "applied"))
+	accepted := ss.child(t, ingest, "effect payment_event_accepted", effectAttrs("webhook_inbox", "applied"))
 	orderPaid := hop(t, ss, accepted, "order_paid", system)
-	paid := ss.child(t, orderPaid, "effect paid", effect("state_check", "applied"))
+	paid := ss.child(t, orderPaid, "effect paid", effectAttrs("state_check", "applied"))
 	ss.child(t, paid, "OrderMarkPaid", map[string]string{"db.system.name": "postgresql"})
-	ss.child(t, orderPaid, "effect commission", effect("unique_ledger_key", "applied"))
-	enqueued := ss.child(t, orderPaid, "effect confirmation_enqueued", effect("transactional_outbox", "applied"))
+	ss.child(t, orderPaid, "effect commission", effectAttrs("unique_ledger_key", "applied"))
+	enqueued := ss.child(t, orderPaid, "effect confirmation_enqueued", effectAttrs("transactional_outbox", "applied"))
 	confirmed := hop(t, ss, enqueued, "order_confirmed", system)
-	delivered := ss.child(t, confirmed, "effect confirmation_delivered", effect("inbox", "applied"))
-	sent := ss.child(t, delivered, "effect notification_sent", effect("provider_idempotency_key", "applied"))
+	delivered := ss.child(t, confirmed, "effect confirmation_delivered", effectAttrs("inbox", "applied"))
+	sent := ss.child(t, delivered, "effect notification_sent", effectAttrs("provider_idempotency_key", "applied"))
 	if call := ss.child(t, sent, "POST /notifications", nil); call.kind != "client" {
 		t.Errorf("provider call span kind %s, want client", call.kind)
 	}

@@ -219,8 +219,8 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 			t.Fatalf("%d order_paid consumer spans in the order's trace, want 2:\n%s", len(runs), all.inTrace(process.traceID).tree())
 		}
 		again := runs.where(func(s span) bool { return s.spanID != process.spanID })[0]
-		all.child(t, again, "effect paid", effect("state_check", "already_applied"))
-		all.child(t, again, "effect commission", effect("unique_ledger_key", "already_applied"))
+		all.child(t, again, "effect paid", effectAttrs("state_check", "already_applied"))
+		all.child(t, again, "effect commission", effectAttrs("unique_ledger_key", "already_applied"))
 		if n := len(all.children(again, "effect confirmation_enqueued")); n != 0 {
 			t.Errorf("the redelivery enqueued %d confirmation(s), want 0", n)
 		}

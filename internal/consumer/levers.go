@@ -55,7 +55,7 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *execution, tx 
 	if c.levers.Off(levers.Outbox) {
 		return nil
 	}
-	ctx, enqueued := run.begin(ctx, "confirmation_enqueued", effect.Outbox)
+	ctx, enqueued := run.begin(ctx, effect.ConfirmationEnqueued, effect.Outbox)
 	if err := outbox.Publish(ctx, tx, messages.TopicOrderConfirmed, confirmation); err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
 	inboxKey := queries.ConsumerInboxExistsParams{Consumer: HandlerOrderConfirmed, MessageID: msg.UUID}
 
-	inboxCtx, delivered := run.begin(ctx, "confirmation_delivered", effect.Inbox)
+	inboxCtx, delivered := run.begin(ctx, effect.ConfirmationDelivered, effect.Inbox)
 	seen, err := c.inboxSeen(inboxCtx, inboxKey)
 	if err != nil {
 		return c.record(ctx, run, err)
@@ -65,7 +65,7 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return c.record(ctx, run, nil)
 	}
 
-	sendCtx, notification := run.begin(inboxCtx, "notification_sent", effect.ProviderKey)
+	sendCtx, notification := run.begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
 	sent, err := c.notifier.SendOrderConfirmed(sendCtx, msg.UUID, p.OrderID)
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))

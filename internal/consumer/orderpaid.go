@@ -52,7 +52,7 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	var o queries.Order
 	var confirmation *message.Message
 	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		paidCtx, paid := run.begin(ctx, "paid", effect.StateCheck)
+		paidCtx, paid := run.begin(ctx, effect.Paid, effect.StateCheck)
 		outcome, ord, err := c.markPaid(paidCtx, queries.New(tx), p.OrderID, msg.UUID)
 		if err != nil {
 			return err
@@ -86,7 +86,7 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		return c.record(ctx, run, err)
 	}
 
-	releaseCtx, commission := run.begin(ctx, "commission", effect.LedgerKey)
+	releaseCtx, commission := run.begin(ctx, effect.Commission, effect.LedgerKey)
 	outcome, err := c.releaseCommission(releaseCtx, o, msg.UUID)
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 2, release commission: %w", err))

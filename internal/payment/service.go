@@ -104,7 +104,7 @@ type Response struct {
 // after which the key is either untouched or locked until LockTimeout.
 func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
 	ctx = telemetry.WithOrderID(ctx, req.OrderID.String())
-	ctx, step := telemetry.StartStep(ctx, nil, "charge", effect.IdempotencyKey)
+	ctx, step := telemetry.StartStep(ctx, nil, effect.Charge, effect.IdempotencyKey)
 	resp, err := s.pay(ctx, req)
 	switch {
 	case err != nil:

@@ -132,7 +132,7 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 // webhook_inbox) with the inbox's answer; the outbox write nests under it.
 func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
 	outcome := effect.Applied
-	ctx, step := telemetry.StartStep(ctx, in.metrics, "payment_event_accepted", effect.WebhookInbox)
+	ctx, step := telemetry.StartStep(ctx, in.metrics, effect.PaymentEventAccepted, effect.WebhookInbox)
 	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
 		if !in.levers.Off(levers.WebhookInbox) { // off: every delivery enqueues, the mistake
 			n, err := queries.New(tx).WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{

@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"strings"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // Counts is what a scenario observed, summed over its orders: how often the
@@ -40,13 +42,13 @@ const (
 	ExecOrderPaid      Metric = "executions.order_paid"
 	ExecOrderConfirmed Metric = "executions.order_confirmed"
 	Charges            Metric = "charges"
-	Paid               Metric = "paid"
-	Commission         Metric = "commission"
-	Enqueued           Metric = "confirmation_enqueued"
-	Delivered          Metric = "confirmation_delivered"
+	Paid               Metric = effect.Paid
+	Commission         Metric = effect.Commission
+	Enqueued           Metric = effect.ConfirmationEnqueued
+	Delivered          Metric = effect.ConfirmationDelivered
 	Notified           Metric = "notifications"
 	ProviderCalls      Metric = "provider_calls"
-	StockReserved      Metric = "stock_reserved"
+	StockReserved      Metric = effect.StockReserved
 )
 
 // Of returns the value of m in c.

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
 
@@ -24,11 +25,11 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		}
 		c.ExecOrderPaid += a.Executions["order_paid"]
 		c.ExecOrderConfirmed += a.Executions["order_confirmed"]
-		c.Paid += a.Effects["paid"]
-		c.Commission += a.Effects["commission"]
-		c.Enqueued += a.Effects["confirmation_enqueued"]
-		c.Delivered += a.Effects["confirmation_delivered"]
-		c.StockReserved += a.Effects["stock_reserved"]
+		c.Paid += a.Effects[effect.Paid]
+		c.Commission += a.Effects[effect.Commission]
+		c.Enqueued += a.Effects[effect.ConfirmationEnqueued]
+		c.Delivered += a.Effects[effect.ConfirmationDelivered]
+		c.StockReserved += a.Effects[effect.StockReserved]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {
