@@ -29,9 +29,10 @@ var ErrOutOfStock = errors.New("out of stock")
 // Outcomes: Applied (reserved now), AlreadyApplied (an earlier delivery
 // reserved it: the counter is left alone), NotApplicable (the order has no
 // items). A SKU short of units is ErrOutOfStock, with nothing reserved; the
-// caller decides what the order becomes (it cannot be fulfilled) and records
-// that decision in the same transaction, so that a redelivery does not try
-// again after the stock was refilled.
+// caller decides what the order becomes (it cannot be fulfilled). The
+// order_paid consumer fails its whole step for good: nothing of it applies,
+// the message goes to the poison queue, and a replay after a refill runs it
+// again.
 func Reserve(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
 	items, err := queries.New(tx).OrderItems(ctx, orderID)
 	if err != nil {
