@@ -35,9 +35,14 @@ type demo struct {
 }
 
 func (d demo) run() error {
-	d.say("1. Create an order (customer c1, affiliate a1, R$ 100.00).")
+	d.say("1. Stock 10 mugs (PUT sets the count: sending it again changes nothing), and create an order of 2")
+	d.say("   (customer c1, affiliate a1, R$ 100.00).")
+	if _, err := d.do("PUT", d.api+"/stock/"+demoSKU, nil, `{"available":10}`, nil); err != nil {
+		return err
+	}
 	var o struct{ ID string }
-	if _, err := d.do("POST", d.api+"/orders", nil, `{"customer_id":"c1","affiliate_id":"a1","amount_cents":10000,"currency":"BRL"}`, &o); err != nil {
+	if _, err := d.do("POST", d.api+"/orders", nil, `{"customer_id":"c1","affiliate_id":"a1","amount_cents":10000,"currency":"BRL",`+
+		`"items":[{"sku":"`+demoSKU+`","quantity":2}]}`, &o); err != nil {
 		return err
 	}
 	key := map[string]string{"Idempotency-Key": "demo-" + o.ID}
@@ -51,7 +56,7 @@ func (d demo) run() error {
 		return err
 	}
 	d.say("   Idempotent-Replayed: %s", h.Get("Idempotent-Replayed"))
-	d.say("4. Wait for the worker: order paid, commission released, confirmation sent.")
+	d.say("4. Wait for the worker: order paid, 2 mugs reserved, commission released, confirmation sent.")
 	if err := d.waitAudit(o.ID, 1); err != nil {
 		return err
 	}
@@ -69,10 +74,18 @@ func (d demo) run() error {
 	if err := d.waitAudit(o.ID, 2); err != nil {
 		return err
 	}
-	d.say("\nExecutions grew; every effect stayed at 1. Each guard answered \"already_applied\".")
-	d.say("Try it yourself:\n  curl -s %s/orders/%s/audit\n  curl -s %s/charges\n  curl -s %s/notifications", d.api, o.ID, d.fakes, d.fakes)
+	if _, err := d.do("GET", d.api+"/stock/"+demoSKU, nil, "", nil); err != nil {
+		return err
+	}
+	d.say("\nExecutions grew; every effect stayed at 1 (stock_released is 0: nothing gave the mugs back), and")
+	d.say("8 mugs are left. Each guard answered \"already_applied\".")
+	d.say("Try it yourself:\n  curl -s %s/orders/%s/audit\n  curl -s %s/stock/%s\n  curl -s %s/charges\n  curl -s %s/notifications",
+		d.api, o.ID, d.api, demoSKU, d.fakes, d.fakes)
 	return nil
 }
+
+// demoSKU is the SKU the demo's order takes.
+const demoSKU = "demo-mug"
 
 // waitAudit polls the audit until every effect is 1 and order_paid ran at
 // least minRuns times, printing it at the end.
@@ -100,7 +113,7 @@ type audit struct {
 }
 
 func (a audit) settled(minRuns int64) bool {
-	for _, k := range []string{effect.Paid, effect.Commission, effect.ConfirmationEnqueued, effect.ConfirmationDelivered, effect.NotificationSent} {
+	for _, k := range []string{effect.Paid, effect.StockReserved, effect.Commission, effect.ConfirmationEnqueued, effect.ConfirmationDelivered, effect.NotificationSent} {
 		if a.Effects[k] != 1 {
 			return false
 		}
