@@ -45,3 +45,20 @@ WHERE sku = sqlc.arg(sku);
 
 -- name: StockMovementInsert :exec
 INSERT INTO stock_movements (order_id, kind, message_id) VALUES ($1, $2, $3);
+
+-- name: StockReservationRelease :many
+-- The guard of a release: marks the order's live reservations released,
+-- once. A second release finds none (released_at is set) and returns nothing.
+UPDATE stock_reservations SET released_at = now()
+WHERE order_id = $1 AND released_at IS NULL
+RETURNING sku, quantity;
+
+-- name: StockGiveBack :exec
+-- Puts released units back: runs only for rows StockReservationRelease
+-- returned, so once per reservation.
+UPDATE stock SET available = available + sqlc.arg(quantity)::integer, updated_at = now()
+WHERE sku = sqlc.arg(sku);
+
+-- name: StockReservedEver :one
+-- Whether the order ever reserved anything (released or not).
+SELECT EXISTS (SELECT 1 FROM stock_reservations WHERE order_id = $1);

@@ -78,6 +78,23 @@ func (q *Queries) StockGet(ctx context.Context, sku string) (StockGetRow, error)
 	return i, err
 }
 
+const stockGiveBack = `-- name: StockGiveBack :exec
+UPDATE stock SET available = available + $1::integer, updated_at = now()
+WHERE sku = $2
+`
+
+type StockGiveBackParams struct {
+	Quantity int32  `json:"quantity"`
+	Sku      string `json:"sku"`
+}
+
+// Puts released units back: runs only for rows StockReservationRelease
+// returned, so once per reservation.
+func (q *Queries) StockGiveBack(ctx context.Context, arg StockGiveBackParams) error {
+	_, err := q.db.Exec(ctx, stockGiveBack, arg.Quantity, arg.Sku)
+	return err
+}
+
 const stockKnownSKUs = `-- name: StockKnownSKUs :many
 SELECT sku FROM stock WHERE sku = ANY($1::text[])
 `
@@ -136,6 +153,51 @@ func (q *Queries) StockReservationInsert(ctx context.Context, arg StockReservati
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const stockReservationRelease = `-- name: StockReservationRelease :many
+UPDATE stock_reservations SET released_at = now()
+WHERE order_id = $1 AND released_at IS NULL
+RETURNING sku, quantity
+`
+
+type StockReservationReleaseRow struct {
+	Sku      string `json:"sku"`
+	Quantity int32  `json:"quantity"`
+}
+
+// The guard of a release: marks the order's live reservations released,
+// once. A second release finds none (released_at is set) and returns nothing.
+func (q *Queries) StockReservationRelease(ctx context.Context, orderID uuid.UUID) ([]StockReservationReleaseRow, error) {
+	rows, err := q.db.Query(ctx, stockReservationRelease, orderID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StockReservationReleaseRow{}
+	for rows.Next() {
+		var i StockReservationReleaseRow
+		if err := rows.Scan(&i.Sku, &i.Quantity); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockReservedEver = `-- name: StockReservedEver :one
+SELECT EXISTS (SELECT 1 FROM stock_reservations WHERE order_id = $1)
+`
+
+// Whether the order ever reserved anything (released or not).
+func (q *Queries) StockReservedEver(ctx context.Context, orderID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, stockReservedEver, orderID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const stockSet = `-- name: StockSet :one
