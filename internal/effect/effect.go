@@ -71,6 +71,9 @@ const (
 	StockReserved = "stock_reserved"
 	// StockReleased: the order's reserved items went back into stock.
 	StockReleased = "stock_released"
+	// CommissionReversed: the commission of a refunded order was reversed by
+	// a ledger entry of its own (internal/ledger, ReverseCommission).
+	CommissionReversed = "commission_reversed"
 )
 
 // The protected steps the audit does not count under their own name.

@@ -56,6 +56,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.Charges:               a.Charges,
 			effect.StockReserved:         a.StockReserved,
 			effect.StockReleased:         a.StockReleased,
+			effect.CommissionReversed:    a.CommissionReversed,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

@@ -28,6 +28,7 @@ func TestAuditEffectsAreTheColumnsOfTheAuditQuery(t *testing.T) {
 		{effect.Charges, "charges"},
 		{effect.StockReserved, "stock_reserved"},
 		{effect.StockReleased, "stock_released"},
+		{effect.CommissionReversed, "commission_reversed"},
 	}
 	var constants []string
 	for _, n := range names {

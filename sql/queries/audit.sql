@@ -38,6 +38,9 @@ SELECT
       WHERE m.order_id = sqlc.arg(order_id)::uuid AND m.kind = 'reserve')             AS stock_reserved,
     (SELECT count(*) FROM stock_movements m
       WHERE m.order_id = sqlc.arg(order_id)::uuid AND m.kind = 'release')             AS stock_released,
+    (SELECT count(*) FROM ledger_entries l
+      WHERE l.order_id = sqlc.arg(order_id)::uuid
+        AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.

@@ -46,6 +46,9 @@ SELECT
       WHERE m.order_id = $1::uuid AND m.kind = 'reserve')             AS stock_reserved,
     (SELECT count(*) FROM stock_movements m
       WHERE m.order_id = $1::uuid AND m.kind = 'release')             AS stock_released,
+    (SELECT count(*) FROM ledger_entries l
+      WHERE l.order_id = $1::uuid
+        AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
@@ -64,6 +67,7 @@ type AuditOrderRow struct {
 	Charges                  int64    `json:"charges"`
 	StockReserved            int64    `json:"stock_reserved"`
 	StockReleased            int64    `json:"stock_released"`
+	CommissionReversed       int64    `json:"commission_reversed"`
 	Cleaned                  []string `json:"cleaned"`
 }
 
@@ -86,6 +90,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.Charges,
 		&i.StockReserved,
 		&i.StockReleased,
+		&i.CommissionReversed,
 		&i.Cleaned,
 	)
 	return i, err

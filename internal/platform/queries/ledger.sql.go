@@ -11,6 +11,17 @@ import (
 	"github.com/google/uuid"
 )
 
+const ledgerEntryExists = `-- name: LedgerEntryExists :one
+SELECT EXISTS (SELECT 1 FROM ledger_entries WHERE entry_key = $1)
+`
+
+func (q *Queries) LedgerEntryExists(ctx context.Context, entryKey string) (bool, error) {
+	row := q.db.QueryRow(ctx, ledgerEntryExists, entryKey)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const ledgerEntryInsert = `-- name: LedgerEntryInsert :execrows
 INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -37,6 +48,31 @@ func (q *Queries) LedgerEntryInsert(ctx context.Context, arg LedgerEntryInsertPa
 		arg.AmountCents,
 		arg.MessageID,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const ledgerReversalInsert = `-- name: LedgerReversalInsert :execrows
+INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
+SELECT $1, c.order_id, 'affiliate_commission_reversal', c.affiliate_id, -c.amount_cents, $2
+FROM ledger_entries c
+WHERE c.entry_key = $3 AND c.amount_cents > 0
+ON CONFLICT (entry_key) DO NOTHING
+`
+
+type LedgerReversalInsertParams struct {
+	ReversalKey   string `json:"reversal_key"`
+	MessageID     string `json:"message_id"`
+	CommissionKey string `json:"commission_key"`
+}
+
+// Reverses an order's commission once: the reversal copies the commission
+// row with the opposite amount under its own entry key. Zero rows: there is
+// no commission to reverse, or it was reversed before (the key conflicts).
+func (q *Queries) LedgerReversalInsert(ctx context.Context, arg LedgerReversalInsertParams) (int64, error) {
+	result, err := q.db.Exec(ctx, ledgerReversalInsert, arg.ReversalKey, arg.MessageID, arg.CommissionKey)
 	if err != nil {
 		return 0, err
 	}
