@@ -12,11 +12,13 @@ import (
 const maxRetryAfterS = 3600
 
 // GatewayControl is the misbehaviour the fake gateway is told to show, for
-// scenarios and tests. The zero value is a well-behaved gateway.
+// scenarios and tests. The zero value is a well-behaved gateway. Charges and
+// refunds share it, as one provider's outage takes both down: FailNext
+// counts POST /charges and POST /refunds together, and DelayMS slows both.
 type GatewayControl struct {
-	// FailNext: the next FailNext POST /charges fail with FailStatus without
-	// charging (a provider outage or a rate limit; the caller must retry
-	// with the same key).
+	// FailNext: the next FailNext POST /charges or POST /refunds, whichever
+	// come, fail with FailStatus without charging or refunding (a provider
+	// outage or a rate limit; the caller must retry with the same key).
 	FailNext int `json:"fail_next"`
 	// FailStatus is the HTTP status of those failures, 400 to 599; 0 means
 	// 503 Service Unavailable.
@@ -24,10 +26,11 @@ type GatewayControl struct {
 	// RetryAfterS, when above 0, is sent with those failures as a
 	// Retry-After header, in seconds (at most an hour).
 	RetryAfterS int `json:"retry_after_s"`
-	// DelayMS: every POST /charges sleeps this long before answering, after
-	// charging (the caller times out although the money moved).
+	// DelayMS: every POST /charges and POST /refunds sleeps this long before
+	// answering, after charging or refunding (the caller times out although
+	// the money moved).
 	DelayMS int `json:"delay_ms"`
-	// DuplicateWebhooks: each new charge's webhook is delivered
+	// DuplicateWebhooks: each new charge's or refund's webhook is delivered
 	// 1+DuplicateWebhooks times, one after the other, with the same event id.
 	DuplicateWebhooks int `json:"duplicate_webhooks"`
 }
@@ -120,8 +123,9 @@ func (g *Gateway) Control() GatewayControl {
 	return g.control
 }
 
-// admit is the first thing POST /charges does: it consumes one fail_next and
-// returns its failure, or returns how long to sleep before answering.
+// admit is the first thing POST /charges and POST /refunds do: it consumes
+// one fail_next of the gateway's (one count for both endpoints) and returns
+// its failure, or returns how long to sleep before answering.
 func (g *Gateway) admit() (time.Duration, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

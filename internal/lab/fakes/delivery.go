@@ -23,8 +23,13 @@ const (
 	maxRedeliveries    = 1000
 )
 
-// EventPaymentSucceeded is the type of the webhook sent after a charge.
-const EventPaymentSucceeded = "payment.succeeded"
+// Types of the webhooks the gateway sends.
+const (
+	// EventPaymentSucceeded is sent after a charge.
+	EventPaymentSucceeded = "payment.succeeded"
+	// EventPaymentRefunded is sent after a refund.
+	EventPaymentRefunded = "payment.refunded"
+)
 
 // Event is a webhook event as the gateway sends it. Its ID is what the
 // receiver deduplicates on: a redelivery repeats it.
@@ -34,11 +39,13 @@ type Event struct {
 	Data EventData `json:"data"`
 }
 
-// EventData is the payload of a payment.succeeded event.
+// EventData is the payload of a payment event: the order and the amount
+// charged or refunded. ChargeID is set in payment.succeeded only; a
+// payment.refunded carries order_id and amount_cents, as the contract says.
 type EventData struct {
 	OrderID     string `json:"order_id"`
 	AmountCents int64  `json:"amount_cents"`
-	ChargeID    string `json:"charge_id"`
+	ChargeID    string `json:"charge_id,omitempty"`
 }
 
 // DeliveryAttempt records one POST of an event to the webhook URL: the HTTP
@@ -57,6 +64,15 @@ func paymentSucceeded(c Charge) Event {
 		ID:   newID("evt_"),
 		Type: EventPaymentSucceeded,
 		Data: EventData{OrderID: c.OrderID, AmountCents: c.AmountCents, ChargeID: c.ID},
+	}
+}
+
+// paymentRefunded returns a fresh event announcing r.
+func paymentRefunded(r Refund) Event {
+	return Event{
+		ID:   newID("evt_"),
+		Type: EventPaymentRefunded,
+		Data: EventData{OrderID: r.OrderID, AmountCents: r.AmountCents},
 	}
 }
 
@@ -136,7 +152,8 @@ func (d *deliverer) start(events []Event, concurrent bool) {
 }
 
 // reserve counts jobs as pending before their goroutines start, so that
-// WaitDelivered called right after a charge's answer waits for its webhook.
+// WaitDelivered called right after a charge's or a refund's answer waits for
+// its webhook.
 func (d *deliverer) reserve(jobs int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

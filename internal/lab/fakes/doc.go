@@ -9,10 +9,11 @@
 // charged, the money is gone; once an e-mail is sent, it is in the inbox.
 // Everything else in this repository is about making sure those effects
 // happen once, so the tests need something that records what really
-// happened. The fakes are that ground truth: [Gateway.Charges] and
-// [Notifier.Notifications] (GET /charges and GET /notifications) list the
-// effects actually performed, and a correct run leaves exactly one of each
-// per order, however many retries, redeliveries and crashes it went through.
+// happened. The fakes are that ground truth: [Gateway.Charges],
+// [Gateway.Refunds] and [Notifier.Notifications] (GET /charges, GET /refunds
+// and GET /notifications) list the effects actually performed, and a correct
+// run leaves one charge and one e-mail per order, and at most one refund,
+// however many retries, redeliveries and crashes it went through.
 //
 // # What they do, like real providers
 //
@@ -20,23 +21,27 @@
 //     a key performs the effect and stores the answer; the same key with the
 //     same body gets the stored answer again, byte for byte, with
 //     Idempotent-Replayed: true, and performs nothing; the same key with a
-//     different body is refused with 422. See idempotency.go.
-//   - After a charge the gateway delivers a signed payment.succeeded webhook
-//     asynchronously (it may arrive before the charge's own response does)
-//     and retries with exponential backoff until it gets a 2xx. Real
-//     providers deliver at least once, so the receiver must deduplicate by
-//     event id. See delivery.go.
+//     different body is refused with 422. See idempotency.go. Charges and
+//     refunds share the gateway's keys.
+//   - The gateway refunds a charge (POST /refunds, by charge id) only with
+//     money still left on it: the same money asked back under another key is
+//     refused with 409, so it is never refunded twice. See refund.go.
+//   - After a charge the gateway delivers a signed payment.succeeded webhook,
+//     after a refund a payment.refunded one, asynchronously (it may arrive
+//     before the request's own response does), and retries with exponential
+//     backoff until it gets a 2xx. Real providers deliver at least once, so
+//     the receiver must deduplicate by event id. See delivery.go.
 //
 // # What they do that real providers only do on a bad day
 //
 // They can be told, over HTTP (POST /control/gateway, POST
 // /control/notifications) or in process ([Gateway.SetControl],
-// [Notifier.SetControl]), to fail the next N requests (fail_next) with 503
-// or another status (fail_status, e.g. 429 for a rate limit) and a
-// Retry-After header (retry_after_s), to answer slowly after the effect is
-// done (a client timeout after the money moved), and to deliver each webhook
-// several times. Redeliveries of an existing
-// charge, with the same or fresh event ids, sequential or released at the
-// same moment, are asked for with POST /charges/{id}/redeliver. routes.go
-// lists every route.
+// [Notifier.SetControl]), to fail the next N requests (fail_next; the
+// gateway counts charges and refunds together) with 503 or another status
+// (fail_status, e.g. 429 for a rate limit) and a Retry-After header
+// (retry_after_s), to answer slowly after the effect is done (a client
+// timeout after the money moved), and to deliver each webhook several times.
+// Redeliveries of an existing charge, with the same or fresh event ids,
+// sequential or released at the same moment, are asked for with POST
+// /charges/{id}/redeliver. routes.go lists every route.
 package fakes

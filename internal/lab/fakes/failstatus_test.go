@@ -6,20 +6,26 @@ import (
 	"testing"
 )
 
-// failable is one fake as the fail_status tests see it: where it is told to
-// fail, where its effect is asked for, and how many effects it performed.
+// failable is one fake endpoint as the fail_status tests see it: where it is
+// told to fail, where its effect is asked for, with what body (made before
+// the fake is told to fail), and how many effects it performed.
 type failable struct {
 	name    string
 	control string // path of its control endpoint
 	effect  string // path that performs its effect
-	body    any
+	body    func(*testing.T, *bundle) any
 	count   func(*bundle) int
 }
 
 var failables = []failable{
-	{"gateway", "/control/gateway", "/charges", charge("o1", 100),
+	{"gateway", "/control/gateway", "/charges",
+		func(*testing.T, *bundle) any { return charge("o1", 100) },
 		func(b *bundle) int { return len(b.gateway.Charges()) }},
-	{"notifier", "/control/notifications", "/notifications", notification("o1"),
+	{"gateway refunds", "/control/gateway", "/refunds",
+		func(t *testing.T, b *bundle) any { return refund(charged(t, b, 100).ID, 100) },
+		func(b *bundle) int { return len(b.gateway.Refunds()) }},
+	{"notifier", "/control/notifications", "/notifications",
+		func(*testing.T, *bundle) any { return notification("o1") },
 		func(b *bundle) int { return len(b.notifier.Notifications()) }},
 }
 
@@ -43,11 +49,12 @@ func TestFailStatusAndRetryAfter(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
+				body := f.body(t, b)
 				if r := do(t, http.MethodPost, b.url+f.control, "", tt.control); r.status != http.StatusOK {
 					t.Fatalf("POST %s %v = %d %s, want 200", f.control, tt.control, r.status, r.body)
 				}
 				for i := range 2 {
-					r := do(t, http.MethodPost, b.url+f.effect, "k", f.body)
+					r := do(t, http.MethodPost, b.url+f.effect, "k", body)
 					if r.status != tt.wantStatus || r.header.Get("Retry-After") != tt.wantRetryAfter ||
 						r.header.Get("Content-Type") != "application/problem+json" {
 						t.Fatalf("attempt %d = %d Retry-After=%q (%s) %s, want %d Retry-After=%q problem+json",
@@ -57,7 +64,7 @@ func TestFailStatusAndRetryAfter(t *testing.T) {
 				if n := f.count(b); n != 0 {
 					t.Fatalf("effects while failing = %d, want 0", n)
 				}
-				r := do(t, http.MethodPost, b.url+f.effect, "k", f.body)
+				r := do(t, http.MethodPost, b.url+f.effect, "k", body)
 				if r.status != http.StatusCreated || r.header.Get("Retry-After") != "" {
 					t.Fatalf("attempt after fail_next ran out = %d Retry-After=%q %s, want a plain 201", r.status, r.header.Get("Retry-After"), r.body)
 				}
@@ -89,13 +96,14 @@ func TestControlRefusesBadFailStatusAndRetryAfter(t *testing.T) {
 			t.Run(f.name+"/"+tt.body, func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
+				body := f.body(t, b)
 				r := do(t, http.MethodPost, b.url+f.control, "", tt.body)
 				if r.status != http.StatusBadRequest || r.header.Get("Content-Type") != "application/problem+json" ||
 					!strings.Contains(string(r.body), tt.wantField) {
 					t.Errorf("POST %s %s = %d (%s) %s, want a 400 problem naming %s",
 						f.control, tt.body, r.status, r.header.Get("Content-Type"), r.body, tt.wantField)
 				}
-				if r := do(t, http.MethodPost, b.url+f.effect, "k", f.body); r.status != http.StatusCreated {
+				if r := do(t, http.MethodPost, b.url+f.effect, "k", body); r.status != http.StatusCreated {
 					t.Errorf("effect after the refused settings = %d %s, want 201: the settings must not change", r.status, r.body)
 				}
 			})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,6 +51,7 @@ func setup(t *testing.T, statuses ...int) *bundle {
 
 // received is one webhook request as the receiver saw it.
 type received struct {
+	body      []byte // as it arrived
 	event     fakes.Event
 	verifyErr error // webhook.Verify's verdict on the signature
 }
@@ -70,7 +72,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	verr := webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.DefaultTolerance)
 	rc.mu.Lock()
 	n := len(rc.got)
-	rc.got = append(rc.got, received{event: ev, verifyErr: verr})
+	rc.got = append(rc.got, received{body: body, event: ev, verifyErr: verr})
 	rc.mu.Unlock()
 	status := http.StatusOK
 	if n < len(rc.statuses) {
@@ -144,6 +146,30 @@ func send(ctx context.Context, method, url, key string, body any) (response, err
 		return response{}, fmt.Errorf("read body of %s %s: %w", method, url, err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: got}, nil
+}
+
+// race sends n POSTs to path released at the same moment, the i-th with the
+// key and body request(i) gives, and returns the answers in that order. It
+// fails the test on a transport error.
+func (b *bundle) race(t *testing.T, n int, path string, request func(i int) (key string, body any)) []response {
+	t.Helper()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	answers := make([]response, n)
+	errs := make([]error, n)
+	for i := range n {
+		key, body := request(i)
+		wg.Go(func() {
+			<-start
+			answers[i], errs[i] = send(t.Context(), http.MethodPost, b.url+path, key, body)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return answers
 }
 
 // decode unmarshals a response body into a T, failing the test otherwise.

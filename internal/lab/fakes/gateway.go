@@ -38,24 +38,28 @@ func (r chargeRequest) validate() error {
 // GatewayConfig configures the fake payment gateway. Zero values take the
 // documented defaults.
 type GatewayConfig struct {
-	WebhookURL    string        // where payment.succeeded webhooks are delivered; empty: none are sent
+	WebhookURL    string        // where payment.succeeded and payment.refunded webhooks are delivered; empty: none are sent
 	WebhookSecret []byte        // HMAC secret used to sign them
 	Client        *http.Client  // nil: a client with a 5s timeout
 	RetryBase     time.Duration // first retry delay for webhook delivery, default 50ms, doubles, capped at 2s
 	MaxAttempts   int           // delivery attempts per event before giving up, default 30
 }
 
-// Gateway is the fake payment gateway. It charges at most once per
-// Idempotency-Key and tells the merchant about each charge with a signed,
-// retried webhook. Create it with NewGateway and stop it with Close.
+// Gateway is the fake payment gateway. It charges and refunds at most once
+// per Idempotency-Key, never refunds the same money twice, and tells the
+// merchant about each charge and refund with a signed, retried webhook.
+// Create it with NewGateway and stop it with Close.
 type Gateway struct {
 	delivery *deliverer
 
-	mu      sync.Mutex
-	control GatewayControl
-	charges []Charge         // in creation order
-	byKey   keyStore         // Idempotency-Key -> the answer given
-	events  map[string]Event // charge id -> the event first emitted for it
+	mu       sync.Mutex
+	control  GatewayControl
+	charges  []Charge          // in creation order
+	charged  map[string]Charge // charge id -> the charge, for refunds
+	refunds  []Refund          // in creation order
+	refunded map[string]int64  // charge id -> the cents refunded of it so far
+	byKey    keyStore          // Idempotency-Key -> the answer given, charges and refunds alike
+	events   map[string]Event  // charge id -> the payment.succeeded first emitted for it
 }
 
 // NewGateway returns a gateway with no charges. Webhook deliveries run in
@@ -63,6 +67,8 @@ type Gateway struct {
 func NewGateway(cfg GatewayConfig) *Gateway {
 	return &Gateway{
 		delivery: newDeliverer(cfg),
+		charged:  make(map[string]Charge),
+		refunded: make(map[string]int64),
 		byKey:    make(keyStore),
 		events:   make(map[string]Event),
 	}
@@ -88,7 +94,7 @@ func (g *Gateway) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, replayed bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.byKey.once(key, req, func() any {
+	return g.byKey.once(key, req, func() (any, error) {
 		c := Charge{
 			ID:             newID("ch_"),
 			IdempotencyKey: key,
@@ -98,15 +104,22 @@ func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, re
 			CreatedAt:      time.Now().UTC(),
 		}
 		g.charges = append(g.charges, c)
+		g.charged[c.ID] = c
 		ev := paymentSucceeded(c)
 		g.events[c.ID] = ev
-		events := make([]Event, 1+g.control.DuplicateWebhooks)
-		for i := range events {
-			events[i] = ev // duplicates repeat the same event id
-		}
-		g.delivery.start(events, false)
-		return c
+		g.emit(ev)
+		return c, nil
 	})
+}
+
+// emit delivers ev in the background, 1+DuplicateWebhooks times one after
+// the other: duplicates repeat the same event id. The caller holds g.mu.
+func (g *Gateway) emit(ev Event) {
+	events := make([]Event, 1+g.control.DuplicateWebhooks)
+	for i := range events {
+		events[i] = ev
+	}
+	g.delivery.start(events, false)
 }
 
 // handleListCharges serves GET /charges.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -93,21 +92,7 @@ func TestConcurrentRequestsOneKeyChargeOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 20
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	answers := make([]response, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			answers[i], errs[i] = send(t.Context(), http.MethodPost, b.url+"/charges", "same-key", charge("o1", 10000))
-		})
-	}
-	close(start)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	answers := b.race(t, n, "/charges", func(int) (string, any) { return "same-key", charge("o1", 10000) })
 
 	replayed := 0
 	for _, a := range answers {

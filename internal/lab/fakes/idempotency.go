@@ -60,12 +60,14 @@ type keyStore map[string]storedResponse
 
 // once performs effect for key unless the key was seen before, in which case
 // it returns the stored answer (replayed) or errKeyReused. effect does what
-// the provider is asked (the charge, the e-mail) and returns the record of
-// it, which becomes the answer's body. The caller holds the provider's lock
-// around once, so the look-up, the effect and the stored answer happen under
-// one hold: however many requests race with one key, exactly one performs
-// the effect.
-func (s keyStore) once(key string, req any, effect func() any) (resp storedResponse, replayed bool, err error) {
+// the provider is asked (the charge, the refund, the e-mail) and returns the
+// record of it, which becomes the answer's body, or an error when it refuses
+// (a refund of an unknown charge, or of money already refunded): a refusal
+// performs nothing and stores nothing, so the key stays free. The caller
+// holds the provider's lock around once, so the look-up, the effect's checks,
+// the effect and the stored answer happen under one hold: however many
+// requests race with one key, exactly one performs the effect.
+func (s keyStore) once(key string, req any, effect func() (any, error)) (resp storedResponse, replayed bool, err error) {
 	fp, err := fingerprint(req)
 	if err != nil {
 		return storedResponse{}, false, err
@@ -74,7 +76,11 @@ func (s keyStore) once(key string, req any, effect func() any) (resp storedRespo
 		resp, err := stored.replay(fp)
 		return resp, err == nil, err
 	}
-	body, err := json.Marshal(effect())
+	record, err := effect()
+	if err != nil {
+		return storedResponse{}, false, err
+	}
+	body, err := json.Marshal(record)
 	if err != nil {
 		return storedResponse{}, false, fmt.Errorf("encode answer: %w", err)
 	}
@@ -87,7 +93,7 @@ func (s keyStore) once(key string, req any, effect func() any) (resp storedRespo
 type request interface{ validate() error }
 
 // serveOnce serves a provider's effect endpoint (POST /charges, POST
-// /notifications): the scripted failure and delay (admit), the
+// /refunds, POST /notifications): the scripted failure and delay (admit), the
 // Idempotency-Key, the strict body, then perform, which looks the key up and
 // performs the effect once. The delay comes after the effect: a slow answer
 // is a client timeout after the effect, the case the caller's retry with the

@@ -64,7 +64,7 @@ func (n *Notifier) handleSend(w http.ResponseWriter, r *http.Request) {
 func (n *Notifier) send(key string, req notifyRequest) (resp storedResponse, replayed bool, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.byKey.once(key, req, func() any {
+	return n.byKey.once(key, req, func() (any, error) {
 		sent := Notification{
 			ID:             newID("ntf_"),
 			IdempotencyKey: key,
@@ -73,7 +73,7 @@ func (n *Notifier) send(key string, req notifyRequest) (resp storedResponse, rep
 			SentAt:         time.Now().UTC(),
 		}
 		n.sent = append(n.sent, sent)
-		return sent
+		return sent, nil
 	})
 }
 

@@ -19,6 +19,8 @@ var (
 	errMissingKey = errors.New("missing Idempotency-Key header: the provider cannot deduplicate without it")
 	errKeyReused  = errors.New("this Idempotency-Key was already used with a different request body")
 	errNotFound   = errors.New("not found")
+	// errRefunded: the money asked back was already refunded, under another key.
+	errRefunded = errors.New("already refunded")
 )
 
 // problem is an RFC 9457 problem details object.
@@ -47,6 +49,8 @@ func writeError(w http.ResponseWriter, err error) {
 		}
 	case errors.Is(err, errNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, errRefunded):
+		status = http.StatusConflict
 	}
 	body, _ := json.Marshal(problem{ // a struct of strings and an int always encodes
 		Type:   "about:blank",

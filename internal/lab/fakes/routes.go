@@ -11,8 +11,12 @@ import "net/http"
 //	POST /charges                  charge once per Idempotency-Key (201; replay: stored answer + Idempotent-Replayed: true)
 //	GET  /charges                  the charges actually made
 //	POST /charges/{id}/redeliver   {"count":N,"concurrent":bool,"new_event_id":bool} -> 202 {"event_ids":[...]}
+//	POST /refunds                  {"charge_id":"ch_...","amount_cents":N} refund once per Idempotency-Key (201; replay as above;
+//	                               404 unknown charge; 409 that money is already refunded under another key)
+//	GET  /refunds                  the refunds actually made
 //	GET  /webhook-deliveries       every webhook delivery attempt
 //	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
+//	                               (of POST /charges and POST /refunds alike)
 //	GET  /control/gateway          the current settings
 //
 // Notification provider:
@@ -33,6 +37,8 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("POST /charges", g.handleCreateCharge)
 	mux.HandleFunc("GET /charges", g.handleListCharges)
 	mux.HandleFunc("POST /charges/{id}/redeliver", g.handleRedeliver)
+	mux.HandleFunc("POST /refunds", g.handleCreateRefund)
+	mux.HandleFunc("GET /refunds", g.handleListRefunds)
 	mux.HandleFunc("GET /webhook-deliveries", g.handleListDeliveries)
 	mux.HandleFunc("POST /control/gateway", g.handleSetGatewayControl)
 	mux.HandleFunc("GET /control/gateway", g.handleGetGatewayControl)
