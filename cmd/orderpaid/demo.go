@@ -97,7 +97,7 @@ func (d demo) waitAudit(id string, minRuns int64) error {
 		if _, err := q.do("GET", d.api+"/orders/"+id+"/audit", nil, "", &a); err != nil {
 			return err
 		}
-		if a.settled(minRuns) {
+		if a.settled(minRuns) && a.Effects[effect.StockReserved] == 1 { // the demo's order has items
 			b, _ := json.MarshalIndent(a, "   ", "  ")
 			d.say("   GET /orders/%s/audit\n   %s", id, b)
 			return nil
@@ -113,7 +113,7 @@ type audit struct {
 }
 
 func (a audit) settled(minRuns int64) bool {
-	for _, k := range []string{effect.Paid, effect.StockReserved, effect.Commission, effect.ConfirmationEnqueued, effect.ConfirmationDelivered, effect.NotificationSent} {
+	for _, k := range []string{effect.Paid, effect.Commission, effect.ConfirmationEnqueued, effect.ConfirmationDelivered, effect.NotificationSent} {
 		if a.Effects[k] != 1 {
 			return false
 		}
