@@ -26,6 +26,11 @@ import (
 //     when the transition happened;
 //  2. release the affiliate commission (unique ledger key).
 //
+// A refunded order is terminal (order.MarkRefunded): an order_paid that
+// arrives after its refund (the provider does not promise order) finds it,
+// the state check answers not_applicable, and nothing else is applied: no
+// stock, no confirmation, no commission.
+//
 // An order whose items are short cannot be fulfilled: step 1 fails for good
 // (stock.ErrOutOfStock), nothing of it is applied, and the message goes to
 // the poison queue with that reason, for an operator to see; replaying it
@@ -59,6 +64,9 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		}
 		o = ord
 		paid.end(outcome)
+		if o.Status == order.StatusRefunded {
+			return nil // terminal: a late payment event applies nothing
+		}
 		if err := c.reserveStock(ctx, run, tx, o.ID, msg.UUID); err != nil {
 			return err
 		}
@@ -84,6 +92,10 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	}
 	if err := c.publishIfOutboxOff(ctx, confirmation); err != nil {
 		return c.record(ctx, run, err)
+	}
+	if o.Status == order.StatusRefunded {
+		// Refunded before this payment event arrived: no commission for it.
+		return c.record(ctx, run, nil)
 	}
 
 	releaseCtx, commission := run.begin(ctx, effect.Commission, effect.LedgerKey)

@@ -97,3 +97,23 @@ func TestOrderPaidOutOfStockIsPermanentAndAppliesNothing(t *testing.T) {
 		t.Fatalf("audit %+v, available %d: want nothing applied", a, available(t, b, "scarce"))
 	}
 }
+
+// The provider does not promise order: the refund of an order can arrive
+// before its payment. The order is refunded (terminal); the late order_paid
+// finds it and applies nothing: no transition, no stock taken, no
+// confirmation, no commission.
+func TestOrderPaidAfterTheRefundAppliesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, levers.None())
+	o := newStockOrder(t, b, "sku-1", 10, 2)
+	if out, _, err := order.MarkRefunded(context.Background(), b.q, o.ID, "evt_refund"); err != nil || out != "applied" {
+		t.Fatalf("refund: %s, %v", out, err)
+	}
+	if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_late")); err != nil {
+		t.Fatal(err)
+	}
+	a := b.audit(t, o.ID)
+	if a.Paid != 0 || a.StockReserved != 0 || a.ConfirmationEnqueued != 0 || a.Commission != 0 || available(t, b, "sku-1") != 10 {
+		t.Fatalf("audit %+v, available %d: a late payment of a refunded order must apply nothing", a, available(t, b, "sku-1"))
+	}
+}

@@ -74,6 +74,9 @@ const (
 	// CommissionReversed: the commission of a refunded order was reversed by
 	// a ledger entry of its own (internal/ledger, ReverseCommission).
 	CommissionReversed = "commission_reversed"
+	// Refunded: the order moved to refunded (a state check, internal/order,
+	// MarkRefunded).
+	Refunded = "refunded"
 )
 
 // The protected steps the audit does not count under their own name.

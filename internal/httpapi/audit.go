@@ -57,6 +57,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.StockReserved:         a.StockReserved,
 			effect.StockReleased:         a.StockReleased,
 			effect.CommissionReversed:    a.CommissionReversed,
+			effect.Refunded:              a.Refunded,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

@@ -29,6 +29,7 @@ func TestAuditEffectsAreTheColumnsOfTheAuditQuery(t *testing.T) {
 		{effect.StockReserved, "stock_reserved"},
 		{effect.StockReleased, "stock_released"},
 		{effect.CommissionReversed, "commission_reversed"},
+		{effect.Refunded, "refunded"},
 	}
 	var constants []string
 	for _, n := range names {

@@ -25,7 +25,8 @@ import (
 // let both racers see 'pending' and both "transition".
 //
 // It returns Applied when this call moved the order, AlreadyApplied when the
-// order was already paid, and ErrNotFound when there is no such order.
+// order was already paid, NotApplicable when it was refunded (MarkRefunded:
+// terminal), and ErrNotFound when there is no such order.
 func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
 	o, err := q.OrderMarkPaid(ctx, orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -33,6 +34,10 @@ func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messag
 		existing, getErr := Get(ctx, q, orderID)
 		if getErr != nil {
 			return "", queries.Order{}, getErr
+		}
+		if existing.Status == StatusRefunded {
+			// Refunded is terminal: a late payment event changes nothing.
+			return effect.NotApplicable, existing, nil
 		}
 		return effect.AlreadyApplied, existing, nil
 	}

@@ -41,6 +41,8 @@ SELECT
     (SELECT count(*) FROM ledger_entries l
       WHERE l.order_id = sqlc.arg(order_id)::uuid
         AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
+    (SELECT count(*) FROM order_transitions t
+      WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'refunded')      AS refunded,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.

@@ -39,3 +39,14 @@ LIMIT sqlc.arg(page_size);
 -- name: OrderCountPaidInRange :one
 SELECT count(*) FROM orders
 WHERE status = 'paid' AND paid_at >= sqlc.arg(paid_from)::timestamptz AND paid_at < sqlc.arg(paid_to)::timestamptz;
+
+-- name: OrderMarkRefunded :one
+-- The state check of a refund: pending or paid -> refunded, once. A second
+-- refund (a redelivery, a retry) waits for the first, then finds the order
+-- refunded and matches no row. from_status is what the order was.
+WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = sqlc.arg(order_id)::uuid FOR UPDATE)
+UPDATE orders o
+SET status = 'refunded', refunded_at = now()
+FROM prev
+WHERE o.id = prev.id AND prev.status IN ('pending', 'paid')
+RETURNING prev.status AS from_status;

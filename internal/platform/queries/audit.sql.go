@@ -49,6 +49,8 @@ SELECT
     (SELECT count(*) FROM ledger_entries l
       WHERE l.order_id = $1::uuid
         AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
+    (SELECT count(*) FROM order_transitions t
+      WHERE t.order_id = $1::uuid AND t.to_status = 'refunded')      AS refunded,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
@@ -68,6 +70,7 @@ type AuditOrderRow struct {
 	StockReserved            int64    `json:"stock_reserved"`
 	StockReleased            int64    `json:"stock_released"`
 	CommissionReversed       int64    `json:"commission_reversed"`
+	Refunded                 int64    `json:"refunded"`
 	Cleaned                  []string `json:"cleaned"`
 }
 
@@ -91,6 +94,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.StockReserved,
 		&i.StockReleased,
 		&i.CommissionReversed,
+		&i.Refunded,
 		&i.Cleaned,
 	)
 	return i, err

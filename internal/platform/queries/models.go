@@ -86,6 +86,7 @@ type Order struct {
 	Status      string      `json:"status"`
 	CreatedAt   time.Time   `json:"created_at"`
 	PaidAt      *time.Time  `json:"paid_at"`
+	RefundedAt  *time.Time  `json:"refunded_at"`
 }
 
 type OrderCharge struct {

@@ -33,7 +33,7 @@ func (q *Queries) OrderCountPaidInRange(ctx context.Context, arg OrderCountPaidI
 const orderCreate = `-- name: OrderCreate :one
 INSERT INTO orders (id, customer_id, affiliate_id, amount_cents, currency)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
 
 type OrderCreateParams struct {
@@ -62,12 +62,13 @@ func (q *Queries) OrderCreate(ctx context.Context, arg OrderCreateParams) (Order
 		&i.Status,
 		&i.CreatedAt,
 		&i.PaidAt,
+		&i.RefundedAt,
 	)
 	return i, err
 }
 
 const orderGet = `-- name: OrderGet :one
-SELECT id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at FROM orders WHERE id = $1
+SELECT id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at FROM orders WHERE id = $1
 `
 
 func (q *Queries) OrderGet(ctx context.Context, id uuid.UUID) (Order, error) {
@@ -82,6 +83,7 @@ func (q *Queries) OrderGet(ctx context.Context, id uuid.UUID) (Order, error) {
 		&i.Status,
 		&i.CreatedAt,
 		&i.PaidAt,
+		&i.RefundedAt,
 	)
 	return i, err
 }
@@ -141,7 +143,7 @@ const orderMarkPaid = `-- name: OrderMarkPaid :one
 UPDATE orders
 SET status = 'paid', paid_at = now()
 WHERE id = $1 AND status = 'pending'
-RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
 
 // The state check. Under READ COMMITTED a concurrent second UPDATE waits for
@@ -158,6 +160,7 @@ func (q *Queries) OrderMarkPaid(ctx context.Context, id uuid.UUID) (Order, error
 		&i.Status,
 		&i.CreatedAt,
 		&i.PaidAt,
+		&i.RefundedAt,
 	)
 	return i, err
 }
@@ -166,7 +169,7 @@ const orderMarkPaidUnconditional = `-- name: OrderMarkPaidUnconditional :one
 UPDATE orders
 SET status = 'paid', paid_at = coalesce(paid_at, now())
 WHERE id = $1
-RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
 
 // The mistake the state check prevents (scenario "--without state-check"):
@@ -183,8 +186,28 @@ func (q *Queries) OrderMarkPaidUnconditional(ctx context.Context, id uuid.UUID) 
 		&i.Status,
 		&i.CreatedAt,
 		&i.PaidAt,
+		&i.RefundedAt,
 	)
 	return i, err
+}
+
+const orderMarkRefunded = `-- name: OrderMarkRefunded :one
+WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = $1::uuid FOR UPDATE)
+UPDATE orders o
+SET status = 'refunded', refunded_at = now()
+FROM prev
+WHERE o.id = prev.id AND prev.status IN ('pending', 'paid')
+RETURNING prev.status AS from_status
+`
+
+// The state check of a refund: pending or paid -> refunded, once. A second
+// refund (a redelivery, a retry) waits for the first, then finds the order
+// refunded and matches no row. from_status is what the order was.
+func (q *Queries) OrderMarkRefunded(ctx context.Context, orderID uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, orderMarkRefunded, orderID)
+	var from_status string
+	err := row.Scan(&from_status)
+	return from_status, err
 }
 
 const orderTransitionInsert = `-- name: OrderTransitionInsert :exec
