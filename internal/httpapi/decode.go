@@ -40,6 +40,16 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
+// readJSON reads a JSON request body of at most maxJSONBody bytes into v,
+// strictly (decodeStrict).
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r, maxJSONBody)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
 // What requireJSON does with a request that has no Content-Type.
 const (
 	untypedRefused    = false

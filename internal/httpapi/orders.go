@@ -128,13 +128,8 @@ func newOrderResponse(o queries.Order) orderResponse {
 }
 
 func (s *server) handleOrderCreate(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxJSONBody)
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
 	var req orderCreateRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := readJSON(w, r, &req); err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -143,7 +138,8 @@ func (s *server) handleOrderCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var o queries.Order
-	err = postgres.InTx(r.Context(), s.Pool, func(tx pgx.Tx) error {
+	err := postgres.InTx(r.Context(), s.Pool, func(tx pgx.Tx) error {
+		var err error
 		o, err = order.Create(r.Context(), queries.New(tx), order.NewOrder{
 			CustomerID: req.CustomerID, AffiliateID: req.AffiliateID, AmountCents: req.AmountCents, Currency: req.Currency,
 			Items: req.Items,

@@ -24,13 +24,8 @@ func (s *server) handleStockSet(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	body, err := readBody(w, r, maxJSONBody)
-	if err != nil {
-		s.problem(w, r, err)
-		return
-	}
 	var req stockSetRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := readJSON(w, r, &req); err != nil {
 		s.problem(w, r, err)
 		return
 	}
