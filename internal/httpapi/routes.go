@@ -26,9 +26,12 @@ func (s *server) routes() http.Handler {
 	// declares another type is refused. The Idempotency-Key header it needs
 	// already makes a browser ask first, so no page can send it cross-site.
 	order.With(s.requireJSON(untypedReadAsJSON)).Post("/orders/{id}/payments", s.handlePaymentCreate)
+	order.With(s.requireJSON(untypedReadAsJSON)).Post("/orders/{id}/refunds", s.handleRefundCreate)
 	r.Post("/webhooks/payments", s.handleWebhook) // Content-Type not checked: see handleWebhook
 	r.With(s.requireJSON(untypedRefused)).Put("/stock/{sku}", s.handleStockSet)
 	r.Get("/stock/{sku}", s.handleStockGet)
+
+	s.labRoutes(r) // GET /lab and what the page reads and does (lab.go)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
