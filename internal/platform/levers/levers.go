@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Guard names one protection of the flow, as --without spells it.
@@ -53,10 +54,11 @@ func GuardNames() []string {
 
 // Levers says which guards are switched off and which fault points are
 // armed. The zero value, None(), is production: every guard on, no fault
-// armed. Copies share the fault set.
+// armed. Copies share the fault set and the switch set.
 type Levers struct {
-	off    []Guard   // switched off, sorted, no repeats; nil: every guard on
-	faults *FaultSet // nil: no fault point armed
+	off      []Guard   // switched off, sorted, no repeats; nil: every guard on
+	faults   *FaultSet // nil: no fault point armed
+	switches *Switches // nil: no guard can be switched at run time
 }
 
 // None returns the production levers: every guard on, no fault armed.
@@ -94,11 +96,13 @@ func (l Levers) Without(gs ...Guard) Levers {
 }
 
 // Off reports whether guard g is switched off: the guarded call is to make
-// the mistake g prevents instead.
-func (l Levers) Off(g Guard) bool { return slices.Contains(l.off, g) }
+// the mistake g prevents instead. A guard is off when it was switched off
+// from the start (--without) or is switched off now in l's switch set.
+func (l Levers) Off(g Guard) bool { return slices.Contains(l.off, g) || l.switches.Off(g) }
 
-// GuardsOff lists the guards switched off, comma-separated and sorted; ""
-// when every guard is on.
+// GuardsOff lists the guards switched off from the start (--without),
+// comma-separated and sorted; "" when every guard started on. The guards of
+// the switch set are listed by Switches().List.
 func (l Levers) GuardsOff() string {
 	names := make([]string, len(l.off))
 	for i, g := range l.off {
@@ -118,3 +122,80 @@ func (l Levers) WithFaults(f *FaultSet) Levers {
 // crashes the process for a point armed in Crash mode. Otherwise, and
 // always in production (no fault set), it returns nil.
 func (l Levers) Hit(point string) error { return l.faults.fire(point) }
+
+// WithSwitches returns a copy of l that also obeys the switch set s (nil:
+// none): every copy made from it, in every part of the process, sees a guard
+// switched off in s at its next call.
+func (l Levers) WithSwitches(s *Switches) Levers {
+	l.switches = s
+	return l
+}
+
+// Switches returns l's switch set, nil when it has none.
+func (l Levers) Switches() *Switches { return l.switches }
+
+// Switches is a set of guards switched off at run time, for the lab page of
+// a process started in workshop mode: one set is shared by every part of the
+// process (the api's and the worker's copies of the levers), and it is safe
+// for concurrent use. It only adds to --without: a guard switched off from
+// the start stays off. A nil *Switches has every guard on and refuses to
+// switch any.
+//
+// A guarded call reads its guard once per step, so a switch takes effect at
+// the next step of the next message; a message in flight at that moment may
+// see the guard on in one step and off in the next.
+type Switches struct {
+	mu  sync.RWMutex
+	off []Guard // sorted, no repeats
+}
+
+// NewSwitches returns a switch set with every guard on.
+func NewSwitches() *Switches { return &Switches{} }
+
+// Off reports whether guard g is switched off in s.
+func (s *Switches) Off(g Guard) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Contains(s.off, g)
+}
+
+// Set switches the guard named name off (off true) or back on. A name that
+// is not a guard is refused, with the names it accepts, and so is any switch
+// on a nil set.
+func (s *Switches) Set(name string, off bool) error {
+	g := Guard(name)
+	if !slices.Contains(guards, g) {
+		return fmt.Errorf("unknown guard %q: want one of %s", name, strings.Join(GuardNames(), ", "))
+	}
+	if s == nil {
+		return fmt.Errorf("guard %s: this process has no run-time switches (start it in workshop mode)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, found := slices.BinarySearch(s.off, g)
+	switch {
+	case off && !found:
+		s.off = slices.Insert(s.off, i, g)
+	case !off && found:
+		s.off = slices.Delete(s.off, i, i+1)
+	}
+	return nil
+}
+
+// List returns the names of the guards switched off in s, sorted; empty
+// when every guard is on.
+func (s *Switches) List() []string {
+	if s == nil {
+		return []string{}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, len(s.off))
+	for i, g := range s.off {
+		names[i] = string(g)
+	}
+	return names
+}
