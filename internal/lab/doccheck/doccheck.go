@@ -2,7 +2,9 @@
 // Markdown file of the repository and fails when a relative link points at a
 // file that does not exist, or when a #fragment names a heading that the
 // target Markdown file does not have. A second test checks that every page
-// of docs/pt-BR and its English original link to each other.
+// under docs/ (docs/techniques/ included) has its Brazilian Portuguese twin at the same
+// path under docs/pt-BR/ (and every pt-BR page its English original), and
+// that the two link to each other.
 //
 // The docs of this project teach by linking to the exact file and function
 // that implements each technique. A renamed file silently breaks that, so
@@ -19,9 +21,31 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
+
+// Unpaired returns the pages of one language without a twin in the other.
+// en and pt are page paths relative to their language's root (docs/ and
+// docs/pt-BR/), such as "workshop.md" or "techniques/outbox.md"; onlyEN
+// lists the English pages with no translation, onlyPT the translations with
+// no English page, both sorted.
+func Unpaired(en, pt []string) (onlyEN, onlyPT []string) {
+	for _, p := range en {
+		if !slices.Contains(pt, p) {
+			onlyEN = append(onlyEN, p)
+		}
+	}
+	for _, p := range pt {
+		if !slices.Contains(en, p) {
+			onlyPT = append(onlyPT, p)
+		}
+	}
+	slices.Sort(onlyEN)
+	slices.Sort(onlyPT)
+	return onlyEN, onlyPT
+}
 
 // Link is one link found in a Markdown file.
 type Link struct {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,27 +72,67 @@ func TestRelativeLinksResolve(t *testing.T) {
 	t.Logf("checked %d relative links in %d Markdown files", checked, len(files))
 }
 
-// Every page of docs/pt-BR translates the English page at the same path
-// under docs/, and the two link to each other.
-func TestTranslationsLinkBothWays(t *testing.T) {
+// Every page under docs/ (docs/techniques/ too) has its translation at the
+// same path under docs/pt-BR/, every page there has its English original, and
+// the two link to each other. A page written in one language only fails here.
+func TestEveryPageHasItsTwin(t *testing.T) {
 	root := repoRoot(t)
-	ptDir := filepath.Join(root, "docs", "pt-BR")
-	if _, err := os.Stat(ptDir); err != nil {
-		t.Skip("no docs/pt-BR")
+	enDir, ptDir := filepath.Join(root, "docs"), filepath.Join(root, "docs", "pt-BR")
+	en, pt := pagesIn(t, enDir, ptDir), pagesIn(t, ptDir, "")
+	if len(en) == 0 || len(pt) == 0 {
+		t.Fatalf("found %d English and %d pt-BR pages: the listing is broken", len(en), len(pt))
 	}
-	for _, pt := range markdownFiles(t, ptDir) {
-		rel, _ := filepath.Rel(ptDir, pt)
-		en := filepath.Join(root, "docs", rel)
-		if _, err := os.Stat(en); err != nil {
-			t.Errorf("docs/pt-BR/%s has no English page docs/%s", rel, rel)
+	onlyEN, onlyPT := Unpaired(en, pt)
+	for _, p := range onlyEN {
+		t.Errorf("docs/%s has no translation: write docs/pt-BR/%s (and link the two)", p, p)
+	}
+	for _, p := range onlyPT {
+		t.Errorf("docs/pt-BR/%s has no English page docs/%s", p, p)
+	}
+	for _, p := range en {
+		if slices.Contains(onlyEN, p) {
 			continue
 		}
-		if !linksTo(t, en, pt) {
-			t.Errorf("docs/%s does not link to its translation docs/pt-BR/%s", rel, rel)
+		enPage, ptPage := filepath.Join(enDir, filepath.FromSlash(p)), filepath.Join(ptDir, filepath.FromSlash(p))
+		if !linksTo(t, enPage, ptPage) {
+			t.Errorf("docs/%s does not link to its translation docs/pt-BR/%s", p, p)
 		}
-		if !linksTo(t, pt, en) {
-			t.Errorf("docs/pt-BR/%s does not link back to docs/%s", rel, rel)
+		if !linksTo(t, ptPage, enPage) {
+			t.Errorf("docs/pt-BR/%s does not link back to docs/%s", p, p)
 		}
+	}
+}
+
+// pagesIn lists the Markdown pages under dir, folders included, as
+// slash-separated paths relative to dir, leaving out the folder skip.
+func pagesIn(t *testing.T, dir, skip string) []string {
+	t.Helper()
+	var pages []string
+	for _, f := range markdownFiles(t, dir) {
+		if skip != "" && strings.HasPrefix(f, skip+string(filepath.Separator)) {
+			continue
+		}
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, filepath.ToSlash(rel))
+	}
+	return pages
+}
+
+func TestUnpaired(t *testing.T) {
+	en := []string{"README.md", "workshop.md", "decision-guide.md", "techniques/outbox.md"}
+	pt := []string{"techniques/outbox.md", "README.md", "workshop.md", "techniques/inbox.md"}
+	onlyEN, onlyPT := Unpaired(en, pt)
+	if want := []string{"decision-guide.md"}; !reflect.DeepEqual(onlyEN, want) {
+		t.Errorf("onlyEN = %q, want %q", onlyEN, want)
+	}
+	if want := []string{"techniques/inbox.md"}; !reflect.DeepEqual(onlyPT, want) {
+		t.Errorf("onlyPT = %q, want %q", onlyPT, want)
+	}
+	if a, b := Unpaired(en, en); a != nil || b != nil {
+		t.Errorf("a language paired with itself: %q, %q", a, b)
 	}
 }
 
