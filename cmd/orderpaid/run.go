@@ -50,6 +50,7 @@ func subcommands() map[string]subcommand {
 		"retention": {"remove old inbox and execution log rows, and relayed or consumed messages (safe to run twice, and concurrently)", runRetention},
 		"bench":     {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
 		"soak":      {"pay many orders while killing and restarting processes, then check every invariant", runSoak},
+		"doctor":    {"check this machine's setup (Go, PostgreSQL, the broker, free ports) and say what to fix", runDoctor},
 	}
 }
 
