@@ -3,7 +3,10 @@
 # schema, starts api + worker + fake providers in one process, walks one order
 # through the flow while the providers repeat themselves, and shows the audit.
 # Needs Go and PostgreSQL (DATABASE_URL, default: the local server).
-# KEEP=1 leaves the server running afterwards (Ctrl-C stops it).
+# Listens where HTTP_ADDR and FAKES_ADDR say (default :8080 and :8081); the
+# demo reaches the server at the addresses it really bound, or at API_URL and
+# FAKES_URL when they are set. KEEP=1 leaves the server running afterwards
+# (Ctrl-C stops it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -15,7 +18,7 @@ go build -o bin/orderpaid ./cmd/orderpaid
 echo "==> applying the schema to $DATABASE_URL"
 bin/orderpaid migrate
 
-echo "==> starting orderpaid all (api :8080, fakes :8081; logs in bin/demo.log)"
+echo "==> starting orderpaid all (api ${HTTP_ADDR:-:8080}, fakes ${FAKES_ADDR:-:8081}; logs in bin/demo.log)"
 bin/orderpaid all >bin/demo.out 2>bin/demo.log &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
@@ -25,10 +28,19 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 
-echo "==> walking one order through the flow"
-bin/orderpaid demo --api http://localhost:8080 --fakes http://localhost:8081
+grep -q "worker running" bin/demo.out 2>/dev/null || { echo "orderpaid all did not start within 10s; see bin/demo.log:"; tail -20 bin/demo.log; exit 1; }
+
+# "api listening on http://[::]:8080": the address bound, as a local URL.
+listening() {
+  sed -n "s#^$1 listening on ##p" bin/demo.out | head -1 | sed -e 's#//\[::\]:#//localhost:#' -e 's#//0\.0\.0\.0:#//localhost:#'
+}
+api_url="${API_URL:-$(listening api)}"
+fakes_url="${FAKES_URL:-$(listening fakes)}"
+
+echo "==> walking one order through the flow (API $api_url, fakes $fakes_url)"
+bin/orderpaid demo --api "$api_url" --fakes "$fakes_url"
 
 if [ "${KEEP:-0}" = 1 ]; then
-  echo "==> still running; Ctrl-C to stop"
+  echo "==> still running (API $api_url, fakes $fakes_url, the lab page $api_url/lab); Ctrl-C to stop"
   wait $server
 fi
