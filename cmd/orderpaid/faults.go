@@ -21,6 +21,7 @@ func faultPoints() []string {
 		consumer.FaultAfterMarkPaid,
 		consumer.FaultBeforeAck,
 		consumer.FaultAfterProviderCall,
+		consumer.FaultAfterGatewayRefund,
 		payment.FaultBeforeGatewayCall,
 	}
 }

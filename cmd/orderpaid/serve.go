@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/ops/reprocess"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
@@ -77,6 +79,11 @@ func serve(e env, name string, p process) error {
 	}
 	if off := lv.GuardsOff(); off != "" {
 		logger.Warn("guards switched off: effects may happen twice", "without", off)
+	}
+	// The lab page switches guards at run time only where one switch set
+	// reaches the api's and the worker's guards: a dev run of both.
+	if devRun && p.api && p.worker {
+		lv = lv.WithSwitches(levers.NewSwitches())
 	}
 
 	g, ctx := errgroup.WithContext(e.ctx)
@@ -148,6 +155,7 @@ func serve(e env, name string, p process) error {
 			},
 			Logger:    logger,
 			Telemetry: tel,
+			Lab:       labPage(devRun, name, b.Name, cfg.FakesURL, lv, pool),
 		})
 		serveHTTP(ctx, g, "api", apiLn, api, cfg.ShutdownTimeout, logger)
 		// Completed Idempotency-Keys are kept for payment.Config.Retention
@@ -218,7 +226,9 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		return err
 	}
 	notifier := notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)).WithLevers(w.levers)
-	consumers := consumer.NewConsumers(pool, notifier, b.Publisher).WithLevers(w.levers).WithTelemetry(tel.Metrics, w.logger)
+	gateway := payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second))
+	consumers := consumer.NewConsumers(pool, notifier, b.Publisher).WithGateway(gateway).
+		WithLevers(w.levers).WithTelemetry(tel.Metrics, w.logger)
 	if err := telemetry.ObserveQueues(tel.MeterProvider, queries.New(pool).OutboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
 		return err
 	}
@@ -249,4 +259,34 @@ func listen(addr, variable string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s=%s (is another process using it?): %w", variable, addr, err)
 	}
 	return ln, nil
+}
+
+// labPage is what the lab page (GET /lab) of a dev run acts through; nil
+// outside a dev run, where the API serves no lab page. Its replays are
+// `orderpaid reprocess`'s, on the process's own pool.
+func labPage(devRun bool, process, brokerName, fakesURL string, lv levers.Levers, pool *pgxpool.Pool) *httpapi.Lab {
+	if !devRun {
+		return nil
+	}
+	note := ""
+	if lv.Switches() == nil {
+		note = "guards can be switched at run time only where the api and the worker share a process, and this " +
+			process + " process has no worker: start workshop mode with `orderpaid all`, or switch guards off at " +
+			"start with ORDERPAID_DEV=1 and --without NAME on the api and the worker"
+	}
+	return &httpapi.Lab{
+		Process: process, Broker: brokerName, FakesURL: fakesURL, Levers: lv, GuardsNote: note,
+		Replay: func(ctx context.Context, t httpapi.ReplayTarget, out io.Writer) error {
+			opts := reprocess.Options{Out: out}
+			switch {
+			case t.Poison:
+				_, err := reprocess.Poison(ctx, pool, opts)
+				return err
+			case t.MessageID != "":
+				return reprocess.Message(ctx, pool, t.MessageID, opts)
+			default:
+				return reprocess.Order(ctx, pool, t.OrderID, opts)
+			}
+		},
+	}
 }

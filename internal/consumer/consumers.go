@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -15,8 +16,11 @@ import (
 
 // Handler names, as stored in the execution log and used as consumer groups.
 const (
-	HandlerOrderPaid      = "order_paid"
-	HandlerOrderConfirmed = "order_confirmed"
+	HandlerOrderPaid       = "order_paid"
+	HandlerOrderConfirmed  = "order_confirmed"
+	HandlerOrderRefunded   = "order_refunded"
+	HandlerRefundRequested = "refund_requested"
+	HandlerRefundConfirmed = "refund_confirmed"
 )
 
 // Consumers holds what the handlers need.
@@ -24,6 +28,8 @@ type Consumers struct {
 	pool     *pgxpool.Pool
 	q        *queries.Queries
 	notifier *notify.Client
+	// gateway refunds orders (HandleRefundRequested); nil until WithGateway.
+	gateway *payment.GatewayClient
 	// direct publishes to the broker, bypassing the outbox; used only with
 	// levers.Outbox off (publishIfOutboxOff).
 	direct message.Publisher
@@ -40,6 +46,15 @@ type Consumers struct {
 // unless WithLevers switches the outbox off.
 func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher) *Consumers {
 	return &Consumers{pool: pool, q: queries.New(pool), notifier: notifier, direct: direct}
+}
+
+// WithGateway returns a copy of c that refunds orders through gw. Without
+// it, refund_requested messages fail (and are retried) until a gateway is
+// configured.
+func (c *Consumers) WithGateway(gw *payment.GatewayClient) *Consumers {
+	cp := *c
+	cp.gateway = gw
+	return &cp
 }
 
 // WithLevers returns a copy of c that obeys the lab's levers lv: a guard

@@ -56,25 +56,35 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *execution, tx 
 		return nil
 	}
 	ctx, enqueued := run.begin(ctx, effect.ConfirmationEnqueued, effect.Outbox)
-	if err := outbox.Publish(ctx, tx, messages.TopicOrderConfirmed, confirmation); err != nil {
+	if err := c.enqueue(ctx, tx, messages.TopicOrderConfirmed, confirmation); err != nil {
 		return err
 	}
 	enqueued.end(effect.Applied)
 	return nil
 }
 
-// publishIfOutboxOff does nothing unless levers.Outbox is off. Then it is
-// the mistake the outbox prevents: it publishes the confirmation (nil: none,
-// the order was already paid) straight to the broker, after the
-// transition's commit. A crash before it loses the confirmation for good;
-// nothing will ever send it again.
-func (c *Consumers) publishIfOutboxOff(ctx context.Context, confirmation *message.Message) error {
-	if !c.levers.Off(levers.Outbox) || confirmation == nil {
+// enqueue writes msg to topic through the outbox, in tx. With levers.Outbox
+// off it writes nothing, and publishIfOutboxOff sends msg once tx has
+// committed: the mistake.
+func (c *Consumers) enqueue(ctx context.Context, tx pgx.Tx, topic string, msg *message.Message) error {
+	if c.levers.Off(levers.Outbox) {
 		return nil
 	}
-	telemetry.InjectMessage(ctx, confirmation)
-	if err := c.direct.Publish(messages.TopicOrderConfirmed, confirmation); err != nil {
-		return fmt.Errorf("publish confirmation: %w", err)
+	return outbox.Publish(ctx, tx, topic, msg)
+}
+
+// publishIfOutboxOff does nothing unless levers.Outbox is off. Then it is
+// the mistake the outbox prevents: it publishes msg (nil: none, the
+// transition had happened before) straight to the broker, after the
+// transition's commit. A crash before it loses the message for good;
+// nothing will ever send it again.
+func (c *Consumers) publishIfOutboxOff(ctx context.Context, topic string, msg *message.Message) error {
+	if !c.levers.Off(levers.Outbox) || msg == nil {
+		return nil
+	}
+	telemetry.InjectMessage(ctx, msg)
+	if err := c.direct.Publish(topic, msg); err != nil {
+		return fmt.Errorf("publish %s: %w", topic, err)
 	}
 	return nil
 }
@@ -82,11 +92,50 @@ func (c *Consumers) publishIfOutboxOff(ctx context.Context, confirmation *messag
 // releaseCommission is ledger.ReleaseCommission, keyed by the business
 // intent; with levers.LedgerKey off, ledger.ReleaseCommissionUnguarded,
 // keyed by the delivery.
-func (c *Consumers) releaseCommission(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
+func (c *Consumers) releaseCommission(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
 	if c.levers.Off(levers.LedgerKey) {
-		return ledger.ReleaseCommissionUnguarded(ctx, c.q, o, messageID)
+		return ledger.ReleaseCommissionUnguarded(ctx, q, o, messageID)
 	}
-	return ledger.ReleaseCommission(ctx, c.q, o, messageID)
+	return ledger.ReleaseCommission(ctx, q, o, messageID)
+}
+
+// reverseCommission is ledger.ReverseCommission, under the reversal's own
+// business key; with levers.LedgerKey off, ledger.ReverseCommissionUnguarded,
+// keyed by the delivery.
+func (c *Consumers) reverseCommission(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
+	if c.levers.Off(levers.LedgerKey) {
+		return ledger.ReverseCommissionUnguarded(ctx, q, orderID, messageID)
+	}
+	return ledger.ReverseCommission(ctx, q, orderID, messageID)
+}
+
+// markRefunded is order.MarkRefunded, the state check of the refund; with
+// levers.StateCheck off, order.MarkRefundedUnguarded, an unconditional
+// UPDATE.
+func (c *Consumers) markRefunded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
+	if c.levers.Off(levers.StateCheck) {
+		return order.MarkRefundedUnguarded(ctx, q, orderID, messageID)
+	}
+	outcome, _, err := order.MarkRefunded(ctx, q, orderID, messageID)
+	return outcome, err
+}
+
+// releaseStock is stock.Release, in tx, as the guarded step
+// "stock_released" of run; with levers.StockReservation off,
+// stock.ReleaseUnguarded, the naive counter that gives the items back once
+// per delivery.
+func (c *Consumers) releaseStock(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID, messageID string) error {
+	ctx, released := run.begin(ctx, effect.StockReleased, effect.Reservation)
+	release := stock.Release
+	if c.levers.Off(levers.StockReservation) {
+		release = stock.ReleaseUnguarded
+	}
+	outcome, err := release(ctx, tx, orderID, messageID)
+	if err != nil {
+		return err
+	}
+	released.end(outcome)
+	return nil
 }
 
 // inboxSeen looks key up in the consumer inbox: true when the message was

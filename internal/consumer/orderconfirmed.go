@@ -45,17 +45,58 @@ import (
 // provider's "effect notification_sent", which encloses the HTTP call: the
 // inbox guards the whole delivery.
 func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
+	return c.deliverNotice(msg, notice{
+		handler:   HandlerOrderConfirmed,
+		template:  notify.TemplateOrderConfirmed,
+		delivered: effect.ConfirmationDelivered,
+		sent:      effect.NotificationSent,
+		orderID: func(payload []byte) (uuid.UUID, error) {
+			p, err := messages.DecodeOrderConfirmed(payload)
+			return p.OrderID, err
+		},
+	})
+}
+
+// HandleRefundConfirmed tells the customer their order was refunded, with
+// the guards of HandleOrderConfirmed: the inbox, then the provider's
+// Idempotency-Key (the message id, one per order). Its steps are
+// "refund_confirmation_delivered" (inbox) and "refund_notified" (provider).
+func (c *Consumers) HandleRefundConfirmed(msg *message.Message) error {
+	return c.deliverNotice(msg, notice{
+		handler:   HandlerRefundConfirmed,
+		template:  notify.TemplateOrderRefunded,
+		delivered: effect.RefundConfirmationDelivered,
+		sent:      effect.RefundNotified,
+		orderID: func(payload []byte) (uuid.UUID, error) {
+			p, err := messages.DecodeRefundConfirmed(payload)
+			return p.OrderID, err
+		},
+	})
+}
+
+// notice is one kind of message to the customer: which handler delivers it,
+// with which template, under which effect names.
+type notice struct {
+	handler   string
+	template  string
+	delivered string // the inbox's step
+	sent      string // the provider's step
+	orderID   func(payload []byte) (uuid.UUID, error)
+}
+
+// deliverNotice is the body of HandleOrderConfirmed, for any notice n.
+func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 	ctx := msg.Context()
-	run := c.newExecution(HandlerOrderConfirmed, msg.UUID)
-	p, err := messages.DecodeOrderConfirmed(msg.Payload)
+	run := c.newExecution(n.handler, msg.UUID)
+	orderID, err := n.orderID(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
-	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
-	inboxKey := queries.ConsumerInboxExistsParams{Consumer: HandlerOrderConfirmed, MessageID: msg.UUID}
+	run.orderID = uuid.NullUUID{UUID: orderID, Valid: true}
+	ctx = telemetry.WithOrderID(ctx, orderID.String())
+	inboxKey := queries.ConsumerInboxExistsParams{Consumer: n.handler, MessageID: msg.UUID}
 
-	inboxCtx, delivered := run.begin(ctx, effect.ConfirmationDelivered, effect.Inbox)
+	inboxCtx, delivered := run.begin(ctx, n.delivered, effect.Inbox)
 	seen, err := c.inboxSeen(inboxCtx, inboxKey)
 	if err != nil {
 		return c.record(ctx, run, err)
@@ -65,8 +106,8 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return c.record(ctx, run, nil)
 	}
 
-	sendCtx, notification := run.begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
-	sent, err := c.notifier.SendOrderConfirmed(sendCtx, msg.UUID, p.OrderID)
+	sendCtx, notification := run.begin(inboxCtx, n.sent, effect.ProviderKey)
+	sent, err := c.notifier.Send(sendCtx, msg.UUID, orderID, n.template)
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))
 	}
@@ -76,8 +117,8 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return err
 	}
 	if err := c.q.NotificationLogInsert(sendCtx, queries.NotificationLogInsertParams{
-		OrderID: p.OrderID, MessageID: msg.UUID, IdempotencyKey: sent.Key,
-		ProviderNotificationID: sent.ID, Replayed: sent.Replayed,
+		OrderID: orderID, MessageID: msg.UUID, IdempotencyKey: sent.Key,
+		ProviderNotificationID: sent.ID, Replayed: sent.Replayed, Template: n.template,
 	}); err != nil {
 		return c.record(ctx, run, fmt.Errorf("log provider answer: %w", err))
 	}
@@ -91,15 +132,15 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 		return c.record(ctx, run, err)
 	}
 
-	n, err := c.q.ConsumerInboxInsert(inboxCtx, queries.ConsumerInboxInsertParams{
-		Consumer: HandlerOrderConfirmed, MessageID: msg.UUID,
-		OrderID: uuid.NullUUID{UUID: p.OrderID, Valid: true},
+	inserted, err := c.q.ConsumerInboxInsert(inboxCtx, queries.ConsumerInboxInsertParams{
+		Consumer: n.handler, MessageID: msg.UUID,
+		OrderID: uuid.NullUUID{UUID: orderID, Valid: true},
 	})
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("write inbox: %w", err))
 	}
 	outcome = effect.Applied
-	if n == 0 {
+	if inserted == 0 {
 		outcome = effect.AlreadyApplied
 	}
 	delivered.end(outcome)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
@@ -77,24 +76,6 @@ func TestOrderPaidReservesStockOnce(t *testing.T) {
 				t.Fatalf("paid = %d, want 1", a.Paid)
 			}
 		})
-	}
-}
-
-// An order whose items are short cannot be fulfilled: step 1 fails for good,
-// nothing of it is applied (the order stays pending, no confirmation, no
-// stock taken), and the failure is permanent, so the router sends the
-// message to the poison queue instead of retrying it for ever.
-func TestOrderPaidOutOfStockIsPermanentAndAppliesNothing(t *testing.T) {
-	t.Parallel()
-	b := setup(t, levers.None())
-	o := newStockOrder(t, b, "scarce", 1, 2)
-	err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_1"))
-	if err == nil || !consumer.IsPermanent(err) {
-		t.Fatalf("err = %v, want a permanent error", err)
-	}
-	a := b.audit(t, o.ID)
-	if a.Paid != 0 || a.ConfirmationEnqueued != 0 || a.StockReserved != 0 || available(t, b, "scarce") != 1 {
-		t.Fatalf("audit %+v, available %d: want nothing applied", a, available(t, b, "scarce"))
 	}
 }
 

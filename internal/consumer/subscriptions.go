@@ -25,6 +25,9 @@ func Subscriptions() []Subscription {
 	return []Subscription{
 		{Topic: messages.TopicOrderPaid, Group: HandlerOrderPaid, Handle: (*Consumers).HandleOrderPaid},
 		{Topic: messages.TopicOrderConfirmed, Group: HandlerOrderConfirmed, Handle: (*Consumers).HandleOrderConfirmed},
+		{Topic: messages.TopicOrderRefunded, Group: HandlerOrderRefunded, Handle: (*Consumers).HandleOrderRefunded},
+		{Topic: messages.TopicRefundRequested, Group: HandlerRefundRequested, Handle: (*Consumers).HandleRefundRequested},
+		{Topic: messages.TopicRefundConfirmed, Group: HandlerRefundConfirmed, Handle: (*Consumers).HandleRefundConfirmed},
 	}
 }
 

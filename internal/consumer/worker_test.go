@@ -15,6 +15,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -25,6 +26,8 @@ type bundle struct {
 	pool     *pgxpool.Pool
 	q        *queries.Queries
 	provider *fakes.Notifier
+	gateway  *fakes.Gateway
+	gwURL    string           // the fakes' base URL
 	faults   *levers.FaultSet // armed by the tests, in lv
 	lv       levers.Levers    // c's and its notifier's
 	c        *consumer.Consumers
@@ -36,13 +39,15 @@ func setup(t *testing.T, lv levers.Levers) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	provider := fakes.NewNotifier()
-	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
+	gateway := fakes.NewGateway(fakes.GatewayConfig{})
+	srv := httptest.NewServer(fakes.New(gateway, provider))
 	t.Cleanup(srv.Close)
 	faults := levers.NewFaultSet(nil)
 	lv = lv.WithFaults(faults)
 	return &bundle{
-		pool: pool, q: queries.New(pool), provider: provider, faults: faults, lv: lv,
-		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil).WithLevers(lv), nil).WithLevers(lv),
+		pool: pool, q: queries.New(pool), provider: provider, gateway: gateway, gwURL: srv.URL, faults: faults, lv: lv,
+		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil).WithLevers(lv), nil).
+			WithGateway(payment.NewGatewayClient(srv.URL, nil)).WithLevers(lv),
 	}
 }
 

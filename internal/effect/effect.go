@@ -33,6 +33,9 @@ const (
 	WebhookInbox   Technique = "webhook_inbox"
 	IdempotencyKey Technique = "idempotency_key"
 	Reservation    Technique = "reservation_row"
+	// IntentRow: one row per business intent under its primary key (the
+	// order's refund, refund_requests), written with the message it causes.
+	IntentRow Technique = "intent_row"
 )
 
 // Result is one protected step of a handler run: which effect, which guard,
@@ -77,6 +80,9 @@ const (
 	// Refunded: the order moved to refunded (a state check, internal/order,
 	// MarkRefunded).
 	Refunded = "refunded"
+	// RefundNotified: the provider sent the customer the notice of the
+	// refund (the inbox and the provider key, as for the confirmation).
+	RefundNotified = "refund_notified"
 )
 
 // The protected steps the audit does not count under their own name.
@@ -86,4 +92,13 @@ const (
 	// PaymentEventAccepted: the provider's webhook event was taken into the
 	// webhook inbox (internal/webhook).
 	PaymentEventAccepted = "payment_event_accepted"
+	// RefundConfirmationDelivered: the refund_confirmed consumer took the
+	// message (its inbox row).
+	RefundConfirmationDelivered = "refund_confirmation_delivered"
+	// RefundRequested: the order's one refund intent was recorded, with its
+	// refund_requested message (internal/refund).
+	RefundRequested = "refund_requested"
+	// GatewayRefund: the gateway was asked to refund the order, under the
+	// key derived from it (payment.RefundKey).
+	GatewayRefund = "gateway_refund"
 )

@@ -44,8 +44,11 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Audit{
 		OrderID: id,
 		Executions: map[string]int64{
-			"order_paid":      a.ExecutionsOrderPaid,
-			"order_confirmed": a.ExecutionsOrderConfirmed,
+			"order_paid":       a.ExecutionsOrderPaid,
+			"order_confirmed":  a.ExecutionsOrderConfirmed,
+			"order_refunded":   a.ExecutionsOrderRefunded,
+			"refund_requested": a.ExecutionsRefundRequested,
+			"refund_confirmed": a.ExecutionsRefundConfirmed,
 		},
 		Effects: map[string]int64{
 			effect.Paid:                  a.Paid,
@@ -58,6 +61,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.StockReleased:         a.StockReleased,
 			effect.CommissionReversed:    a.CommissionReversed,
 			effect.Refunded:              a.Refunded,
+			effect.RefundNotified:        a.RefundNotified,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

@@ -30,6 +30,9 @@ func TestAuditEffectsAreTheColumnsOfTheAuditQuery(t *testing.T) {
 		{effect.StockReleased, "stock_released"},
 		{effect.CommissionReversed, "commission_reversed"},
 		{effect.Refunded, "refunded"},
+		// Beyond the contract's list: the customer's notice of a refund,
+		// counted apart from the confirmation so that each stays 0 or 1.
+		{effect.RefundNotified, "refund_notified"},
 	}
 	var constants []string
 	for _, n := range names {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -50,6 +51,14 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, webhook.ErrMalformed)
 	case errors.Is(err, payment.ErrInvalidBody):
 		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, payment.ErrInvalidBody)
+	case errors.Is(err, refund.ErrInvalidBody):
+		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, refund.ErrInvalidBody)
+	case errors.Is(err, refund.ErrNotRefundable):
+		p.Status, p.Title, p.Detail = http.StatusConflict, "Order not refundable", publicDetail(err, refund.ErrNotRefundable)+
+			": only a paid order can be refunded"
+	case errors.Is(err, refund.ErrAlreadyRequested):
+		p.Status, p.Title, p.Detail = http.StatusConflict, "Refund already requested", publicDetail(err, refund.ErrAlreadyRequested)+
+			": GET /orders/{id} shows when it is done"
 	case errors.Is(err, payment.ErrKeyMissing):
 		p.Status, p.Title, p.Detail = http.StatusBadRequest, "Bad request", publicDetail(err, payment.ErrKeyMissing)
 	case signatureError(err) != nil:

@@ -187,7 +187,7 @@ func TestWebhookRefusalsWriteNothing(t *testing.T) {
 func TestWebhookUnknownEventTypeIsAcknowledgedAndIgnored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body := []byte(`{"id":"evt_9","type":"payment.refunded","data":{}}`)
+	body := []byte(`{"id":"evt_9","type":"charge.dispute.created","data":{}}`)
 	status, out := b.post(t, body, webhook.Sign(secret, time.Now(), body))
 	if status != http.StatusOK || out["outcome"] != "ignored" {
 		t.Errorf("got %d %v, want 200 ignored", status, out)

@@ -49,3 +49,23 @@ func ReverseCommission(ctx context.Context, q *queries.Queries, orderID uuid.UUI
 	}
 	return effect.NotApplicable, nil
 }
+
+// ReverseCommissionUnguarded is the mistake ReverseCommission prevents, kept
+// for the scenarios "--without ledger-key": the same reversal keyed by the
+// delivery ("delivery:<message id>:reversal"). A second refund event, the
+// refund's own webhook after our refund, a replay: each is a new message,
+// a new key, and reverses again; the affiliate ends owing the commission.
+func ReverseCommissionUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
+	n, err := q.LedgerReversalInsertUnguarded(ctx, queries.LedgerReversalInsertUnguardedParams{
+		ReversalKey: "delivery:" + messageID + ":reversal",
+		OrderID:     orderID,
+		MessageID:   messageID,
+	})
+	if err != nil {
+		return "", fmt.Errorf("reverse the commission of order %s: %w", orderID, err)
+	}
+	if n == 0 {
+		return effect.NotApplicable, nil
+	}
+	return effect.Applied, nil
+}

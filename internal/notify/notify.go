@@ -146,10 +146,25 @@ type Sent struct {
 // provider's Retry-After. Any other error (no answer) is transient too. A
 // retry must carry the same key, so that the provider never sends twice.
 func (c *Client) SendOrderConfirmed(ctx context.Context, idempotencyKey string, orderID uuid.UUID) (Sent, error) {
+	return c.Send(ctx, idempotencyKey, orderID, TemplateOrderConfirmed)
+}
+
+// Templates of the provider's messages, as notification_log stores them.
+const (
+	// TemplateOrderConfirmed: the order is paid and will be fulfilled.
+	TemplateOrderConfirmed = "order_confirmed"
+	// TemplateOrderRefunded: the order's money was given back.
+	TemplateOrderRefunded = "order_refunded"
+)
+
+// Send asks the provider to send the customer the message template about
+// the order, with idempotencyKey as its Idempotency-Key, with the answers
+// of SendOrderConfirmed.
+func (c *Client) Send(ctx context.Context, idempotencyKey string, orderID uuid.UUID, template string) (Sent, error) {
 	if idempotencyKey == "" {
 		return Sent{}, ErrNoKey
 	}
-	body, _ := json.Marshal(map[string]string{"order_id": orderID.String(), "template": "order_confirmed"})
+	body, _ := json.Marshal(map[string]string{"order_id": orderID.String(), "template": template})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/notifications", bytes.NewReader(body))
 	if err != nil {
 		return Sent{}, fmt.Errorf("build notification request: %w", err)

@@ -57,13 +57,20 @@ type GatewayAnswer struct {
 // refused, timeout, cancelled context), after which the charge may or may not
 // have happened.
 func (c *GatewayClient) Charge(ctx context.Context, idempotencyKey string, req ChargeRequest) (GatewayAnswer, error) {
-	payload, err := json.Marshal(req)
+	return c.post(ctx, "/charges", idempotencyKey, req)
+}
+
+// post sends one POST of body as JSON to path with idempotencyKey in the
+// Idempotency-Key header, and returns the gateway's answer, whatever its
+// status.
+func (c *GatewayClient) post(ctx context.Context, path, idempotencyKey string, body any) (GatewayAnswer, error) {
+	payload, err := json.Marshal(body)
 	if err != nil {
-		return GatewayAnswer{}, fmt.Errorf("encode charge request: %w", err)
+		return GatewayAnswer{}, fmt.Errorf("encode %s request: %w", path, err)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+"/charges", bytes.NewReader(payload))
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(payload))
 	if err != nil {
-		return GatewayAnswer{}, fmt.Errorf("build charge request: %w", err)
+		return GatewayAnswer{}, fmt.Errorf("build %s request: %w", path, err)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Idempotency-Key", idempotencyKey)
@@ -72,13 +79,13 @@ func (c *GatewayClient) Charge(ctx context.Context, idempotencyKey string, req C
 		return GatewayAnswer{}, fmt.Errorf("call payment gateway: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayBody))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayBody))
 	if err != nil {
 		return GatewayAnswer{}, fmt.Errorf("read payment gateway answer (status %d): %w", resp.StatusCode, err)
 	}
 	return GatewayAnswer{
 		Status:   resp.StatusCode,
-		Body:     body,
+		Body:     answer,
 		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
 	}, nil
 }

@@ -10,10 +10,10 @@ import (
 // MaxKeyLength is the longest Idempotency-Key accepted, as at Stripe.
 const MaxKeyLength = 255
 
-// checkKey refuses a key that cannot be stored or passed on: empty, too
+// CheckKey refuses a key that cannot be stored or passed on: empty, too
 // long, or with characters outside printable ASCII (a NUL byte, for one,
 // cannot be stored in PostgreSQL text).
-func checkKey(key string) error {
+func CheckKey(key string) error {
 	if key == "" {
 		return ErrKeyMissing
 	}

@@ -121,7 +121,7 @@ func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 	if s.levers.Off(levers.IdempotencyKey) {
 		return s.payUnguarded(ctx, req)
 	}
-	if err := checkKey(req.Key); err != nil {
+	if err := CheckKey(req.Key); err != nil {
 		return Response{}, err
 	}
 	body, err := DecodeBody(req.Body)

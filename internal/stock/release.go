@@ -54,3 +54,28 @@ func Release(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string
 	}
 	return effect.Applied, nil
 }
+
+// ReleaseUnguarded is the mistake Release prevents, kept for the scenarios
+// "--without stock-reservation": the naive counter, an increment of each of
+// the order's items per delivery, with no reservation row to consult. Every
+// redelivered refund gives the items back again, units that were never
+// taken: stock appears that does not exist, and is sold.
+func ReleaseUnguarded(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
+	q := queries.New(tx)
+	items, err := q.OrderItems(ctx, orderID)
+	if err != nil {
+		return "", fmt.Errorf("read items of order %s: %w", orderID, err)
+	}
+	if len(items) == 0 {
+		return effect.NotApplicable, nil
+	}
+	for _, it := range items {
+		if err := q.StockGiveBack(ctx, queries.StockGiveBackParams{Sku: it.Sku, Quantity: it.Quantity}); err != nil {
+			return "", fmt.Errorf("give %d of %s back for order %s: %w", it.Quantity, it.Sku, orderID, err)
+		}
+	}
+	if err := q.StockMovementInsert(ctx, queries.StockMovementInsertParams{OrderID: orderID, Kind: "release", MessageID: messageID}); err != nil {
+		return "", fmt.Errorf("record the release of order %s: %w", orderID, err)
+	}
+	return effect.Applied, nil
+}

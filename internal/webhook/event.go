@@ -14,9 +14,13 @@ import (
 // MaxBodyBytes is the largest webhook body accepted; larger ones get 413.
 const MaxBodyBytes = 64 << 10
 
-// EventPaymentSucceeded is the only event type that moves an order. Other
-// types are acknowledged and ignored (see Ingest).
-const EventPaymentSucceeded = "payment.succeeded"
+// The event types that move an order. Other types are acknowledged and
+// ignored (see Ingest).
+const (
+	EventPaymentSucceeded = "payment.succeeded"
+	// EventPaymentRefunded: the order's payment was given back, in full.
+	EventPaymentRefunded = "payment.refunded"
+)
 
 // ErrMalformed means the body is not a valid event; the message names the field.
 var ErrMalformed = errors.New("malformed webhook event")
@@ -51,12 +55,17 @@ func Parse(body []byte) (Event, error) {
 			ErrMalformed, maxEventIDLength)
 	case e.Type == "":
 		return Event{}, fmt.Errorf("%w: field \"type\" is required", ErrMalformed)
-	case e.Type == EventPaymentSucceeded && e.Data.OrderID == uuid.Nil:
+	case e.movesOrder() && e.Data.OrderID == uuid.Nil:
 		return Event{}, fmt.Errorf("%w: field \"data.order_id\" is required", ErrMalformed)
-	case e.Type == EventPaymentSucceeded && e.Data.AmountCents <= 0:
+	case e.movesOrder() && e.Data.AmountCents <= 0:
 		return Event{}, fmt.Errorf("%w: field \"data.amount_cents\" must be positive", ErrMalformed)
 	}
 	return e, nil
+}
+
+// movesOrder reports whether the event is of a type that moves an order.
+func (e Event) movesOrder() bool {
+	return e.Type == EventPaymentSucceeded || e.Type == EventPaymentRefunded
 }
 
 // maxEventIDLength bounds the event id, in bytes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	watermill "github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -76,6 +77,9 @@ func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {
 // Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
 // (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
 // nothing is written. A duplicate is not an error: it returns AlreadyApplied.
+// A payment.refunded names the order's whole amount too: the service refunds
+// whole orders, and a partial refund is refused (422) rather than taken for
+// a full one.
 //
 // Traced as a span "webhook ingest" under the request's span, started once
 // the event is parsed and its order known, so that it and everything under
@@ -101,7 +105,7 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 		}
 		span.End()
 	}()
-	if ev.Type != EventPaymentSucceeded {
+	if !ev.movesOrder() {
 		return Result{EventID: ev.ID, Outcome: Ignored}, nil
 	}
 	o, err := order.Get(ctx, queries.New(in.pool), ev.Data.OrderID)
@@ -118,7 +122,8 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 	return Result{EventID: ev.ID, Outcome: outcome}, nil
 }
 
-// accept records the event in the webhook inbox and enqueues order_paid, in
+// accept records the event in the webhook inbox and enqueues its message
+// (order_paid for payment.succeeded, order_refunded for payment.refunded), in
 // one transaction.
 //
 // Effect protected: "the payment event was accepted" (one order_paid per
@@ -147,13 +152,11 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 				return nil
 			}
 		}
-		msg, err := messages.NewOrderPaid(messages.OrderPaid{
-			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
-		})
+		topic, msg, err := message(ev)
 		if err != nil {
 			return err
 		}
-		return outbox.Publish(ctx, tx, messages.TopicOrderPaid, msg)
+		return outbox.Publish(ctx, tx, topic, msg)
 	})
 	if err != nil {
 		err = fmt.Errorf("accept event %s: %w", ev.ID, err)
@@ -162,6 +165,20 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	}
 	step.End(outcome)
 	return outcome, nil
+}
+
+// message is the message an event causes, and its topic.
+func message(ev Event) (string, *watermill.Message, error) {
+	if ev.Type == EventPaymentRefunded {
+		msg, err := messages.NewOrderRefunded(messages.OrderRefunded{
+			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+		})
+		return messages.TopicOrderRefunded, msg, err
+	}
+	msg, err := messages.NewOrderPaid(messages.OrderPaid{
+		OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+	})
+	return messages.TopicOrderPaid, msg, err
 }
 
 // signatureFailureReason names a signature error for the failure counter.

@@ -9,6 +9,12 @@ SELECT
       WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_paid')      AS executions_order_paid,
     (SELECT count(*) FROM executions e
       WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_confirmed') AS executions_order_confirmed,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'order_refunded')  AS executions_order_refunded,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'refund_requested') AS executions_refund_requested,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = sqlc.arg(order_id)::uuid AND e.handler = 'refund_confirmed') AS executions_refund_confirmed,
     (SELECT count(*) FROM order_transitions t
       WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'paid')          AS paid,
     (SELECT count(*) FROM ledger_entries l
@@ -27,7 +33,11 @@ SELECT
     -- the notification first sent, so a crash that lost our log line of the
     -- first call is still counted once, through the replay.
     (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
-      WHERE n.order_id = sqlc.arg(order_id)::uuid)                                    AS notification_sent,
+      WHERE n.order_id = sqlc.arg(order_id)::uuid AND n.template = 'order_confirmed') AS notification_sent,
+    -- The customer's notice of a refund, counted the same way: a refunded
+    -- order that was paid tells the customer twice, each message once.
+    (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
+      WHERE n.order_id = sqlc.arg(order_id)::uuid AND n.template = 'order_refunded')  AS refund_notified,
     -- Distinct gateway charge ids the service was told of, for the same reason:
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c

@@ -14,5 +14,5 @@ VALUES ($1, $2, $3)
 ON CONFLICT (consumer, message_id) DO NOTHING;
 
 -- name: NotificationLogInsert :exec
-INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed)
-VALUES ($1, $2, $3, $4, $5);
+INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed, template)
+VALUES ($1, $2, $3, $4, $5, $6);

@@ -50,3 +50,13 @@ SET status = 'refunded', refunded_at = now()
 FROM prev
 WHERE o.id = prev.id AND prev.status IN ('pending', 'paid')
 RETURNING prev.status AS from_status;
+
+-- name: OrderMarkRefundedUnconditional :one
+-- The mistake behind "--without state-check" for refunds: no status in the
+-- WHERE clause, so every execution "refunds" the order again.
+WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = sqlc.arg(order_id)::uuid FOR UPDATE)
+UPDATE orders o
+SET status = 'refunded', refunded_at = now()
+FROM prev
+WHERE o.id = prev.id
+RETURNING prev.status AS from_status;

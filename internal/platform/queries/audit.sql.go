@@ -17,6 +17,12 @@ SELECT
       WHERE e.order_id = $1::uuid AND e.handler = 'order_paid')      AS executions_order_paid,
     (SELECT count(*) FROM executions e
       WHERE e.order_id = $1::uuid AND e.handler = 'order_confirmed') AS executions_order_confirmed,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = $1::uuid AND e.handler = 'order_refunded')  AS executions_order_refunded,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = $1::uuid AND e.handler = 'refund_requested') AS executions_refund_requested,
+    (SELECT count(*) FROM executions e
+      WHERE e.order_id = $1::uuid AND e.handler = 'refund_confirmed') AS executions_refund_confirmed,
     (SELECT count(*) FROM order_transitions t
       WHERE t.order_id = $1::uuid AND t.to_status = 'paid')          AS paid,
     (SELECT count(*) FROM ledger_entries l
@@ -35,7 +41,11 @@ SELECT
     -- the notification first sent, so a crash that lost our log line of the
     -- first call is still counted once, through the replay.
     (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
-      WHERE n.order_id = $1::uuid)                                    AS notification_sent,
+      WHERE n.order_id = $1::uuid AND n.template = 'order_confirmed') AS notification_sent,
+    -- The customer's notice of a refund, counted the same way: a refunded
+    -- order that was paid tells the customer twice, each message once.
+    (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
+      WHERE n.order_id = $1::uuid AND n.template = 'order_refunded')  AS refund_notified,
     -- Distinct gateway charge ids the service was told of, for the same reason:
     -- a replayed answer names the charge first made.
     (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
@@ -59,19 +69,23 @@ SELECT
 `
 
 type AuditOrderRow struct {
-	ExecutionsOrderPaid      int64    `json:"executions_order_paid"`
-	ExecutionsOrderConfirmed int64    `json:"executions_order_confirmed"`
-	Paid                     int64    `json:"paid"`
-	Commission               int64    `json:"commission"`
-	ConfirmationEnqueued     int64    `json:"confirmation_enqueued"`
-	ConfirmationDelivered    int64    `json:"confirmation_delivered"`
-	NotificationSent         int64    `json:"notification_sent"`
-	Charges                  int64    `json:"charges"`
-	StockReserved            int64    `json:"stock_reserved"`
-	StockReleased            int64    `json:"stock_released"`
-	CommissionReversed       int64    `json:"commission_reversed"`
-	Refunded                 int64    `json:"refunded"`
-	Cleaned                  []string `json:"cleaned"`
+	ExecutionsOrderPaid       int64    `json:"executions_order_paid"`
+	ExecutionsOrderConfirmed  int64    `json:"executions_order_confirmed"`
+	ExecutionsOrderRefunded   int64    `json:"executions_order_refunded"`
+	ExecutionsRefundRequested int64    `json:"executions_refund_requested"`
+	ExecutionsRefundConfirmed int64    `json:"executions_refund_confirmed"`
+	Paid                      int64    `json:"paid"`
+	Commission                int64    `json:"commission"`
+	ConfirmationEnqueued      int64    `json:"confirmation_enqueued"`
+	ConfirmationDelivered     int64    `json:"confirmation_delivered"`
+	NotificationSent          int64    `json:"notification_sent"`
+	RefundNotified            int64    `json:"refund_notified"`
+	Charges                   int64    `json:"charges"`
+	StockReserved             int64    `json:"stock_reserved"`
+	StockReleased             int64    `json:"stock_released"`
+	CommissionReversed        int64    `json:"commission_reversed"`
+	Refunded                  int64    `json:"refunded"`
+	Cleaned                   []string `json:"cleaned"`
 }
 
 // Executions versus effects for one order. Executions count handler runs;
@@ -85,11 +99,15 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 	err := row.Scan(
 		&i.ExecutionsOrderPaid,
 		&i.ExecutionsOrderConfirmed,
+		&i.ExecutionsOrderRefunded,
+		&i.ExecutionsRefundRequested,
+		&i.ExecutionsRefundConfirmed,
 		&i.Paid,
 		&i.Commission,
 		&i.ConfirmationEnqueued,
 		&i.ConfirmationDelivered,
 		&i.NotificationSent,
+		&i.RefundNotified,
 		&i.Charges,
 		&i.StockReserved,
 		&i.StockReleased,

@@ -50,8 +50,8 @@ func (q *Queries) ConsumerInboxInsert(ctx context.Context, arg ConsumerInboxInse
 }
 
 const notificationLogInsert = `-- name: NotificationLogInsert :exec
-INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed, template)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type NotificationLogInsertParams struct {
@@ -60,6 +60,7 @@ type NotificationLogInsertParams struct {
 	IdempotencyKey         string    `json:"idempotency_key"`
 	ProviderNotificationID string    `json:"provider_notification_id"`
 	Replayed               bool      `json:"replayed"`
+	Template               string    `json:"template"`
 }
 
 func (q *Queries) NotificationLogInsert(ctx context.Context, arg NotificationLogInsertParams) error {
@@ -69,6 +70,7 @@ func (q *Queries) NotificationLogInsert(ctx context.Context, arg NotificationLog
 		arg.IdempotencyKey,
 		arg.ProviderNotificationID,
 		arg.Replayed,
+		arg.Template,
 	)
 	return err
 }

@@ -78,3 +78,30 @@ func (q *Queries) LedgerReversalInsert(ctx context.Context, arg LedgerReversalIn
 	}
 	return result.RowsAffected(), nil
 }
+
+const ledgerReversalInsertUnguarded = `-- name: LedgerReversalInsertUnguarded :execrows
+INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
+SELECT $1, c.order_id, 'affiliate_commission_reversal', c.affiliate_id, -c.amount_cents, $2
+FROM ledger_entries c
+WHERE c.order_id = $3 AND c.entry_type = 'affiliate_commission' AND c.amount_cents > 0
+ORDER BY c.id
+LIMIT 1
+ON CONFLICT (entry_key) DO NOTHING
+`
+
+type LedgerReversalInsertUnguardedParams struct {
+	ReversalKey string    `json:"reversal_key"`
+	MessageID   string    `json:"message_id"`
+	OrderID     uuid.UUID `json:"order_id"`
+}
+
+// The mistake behind "--without ledger-key" for reversals: keyed by the
+// delivery, it reverses one of the order's commissions again for every new
+// message that asks.
+func (q *Queries) LedgerReversalInsertUnguarded(ctx context.Context, arg LedgerReversalInsertUnguardedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, ledgerReversalInsertUnguarded, arg.ReversalKey, arg.MessageID, arg.OrderID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -44,6 +44,16 @@ type GatewayChargeCall struct {
 	CreatedAt  time.Time   `json:"created_at"`
 }
 
+type GatewayRefundCall struct {
+	ID         int64       `json:"id"`
+	OrderID    uuid.UUID   `json:"order_id"`
+	GatewayKey string      `json:"gateway_key"`
+	Status     int32       `json:"status"`
+	RefundID   pgtype.Text `json:"refund_id"`
+	Replayed   bool        `json:"replayed"`
+	CreatedAt  time.Time   `json:"created_at"`
+}
+
 type IdempotencyKey struct {
 	Scope          string      `json:"scope"`
 	Key            string      `json:"key"`
@@ -75,6 +85,7 @@ type NotificationLog struct {
 	ProviderNotificationID string    `json:"provider_notification_id"`
 	Replayed               bool      `json:"replayed"`
 	CreatedAt              time.Time `json:"created_at"`
+	Template               string    `json:"template"`
 }
 
 type Order struct {
@@ -125,6 +136,15 @@ type PoisonMessage struct {
 	Reason        string     `json:"reason"`
 	CreatedAt     time.Time  `json:"created_at"`
 	ReprocessedAt *time.Time `json:"reprocessed_at"`
+}
+
+type RefundRequest struct {
+	OrderID        uuid.UUID   `json:"order_id"`
+	Reason         string      `json:"reason"`
+	IdempotencyKey pgtype.Text `json:"idempotency_key"`
+	Fingerprint    pgtype.Text `json:"fingerprint"`
+	ResponseBody   []byte      `json:"response_body"`
+	RequestedAt    time.Time   `json:"requested_at"`
 }
 
 type Stock struct {

@@ -210,6 +210,24 @@ func (q *Queries) OrderMarkRefunded(ctx context.Context, orderID uuid.UUID) (str
 	return from_status, err
 }
 
+const orderMarkRefundedUnconditional = `-- name: OrderMarkRefundedUnconditional :one
+WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = $1::uuid FOR UPDATE)
+UPDATE orders o
+SET status = 'refunded', refunded_at = now()
+FROM prev
+WHERE o.id = prev.id
+RETURNING prev.status AS from_status
+`
+
+// The mistake behind "--without state-check" for refunds: no status in the
+// WHERE clause, so every execution "refunds" the order again.
+func (q *Queries) OrderMarkRefundedUnconditional(ctx context.Context, orderID uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, orderMarkRefundedUnconditional, orderID)
+	var from_status string
+	err := row.Scan(&from_status)
+	return from_status, err
+}
+
 const orderTransitionInsert = `-- name: OrderTransitionInsert :exec
 INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
 VALUES ($1, $2, $3, $4)

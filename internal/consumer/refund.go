@@ -1,0 +1,196 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// FaultAfterGatewayRefund fires in HandleRefundRequested after the gateway
+// answered a refund, before its answer is recorded: a worker killed between
+// the irreversible call and its record.
+const FaultAfterGatewayRefund = "refund_requested.after_gateway_refund"
+
+// HandleOrderRefunded consumes order_refunded, the provider's report that an
+// order's money was given back (a refund made in its dashboard, or the
+// answer to ours). It applies the refund to the order (applyRefund), once:
+// however often the event is delivered, and whether it arrives before or
+// after the order's payment.succeeded.
+func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
+	ctx := msg.Context()
+	run := c.newExecution(HandlerOrderRefunded, msg.UUID)
+	p, err := messages.DecodeOrderRefunded(msg.Payload)
+	if err != nil {
+		return c.record(ctx, run, permanent(err))
+	}
+	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
+	err = c.applyRefund(ctx, run, p.OrderID, msg.UUID)
+	if errors.Is(err, order.ErrNotFound) {
+		return c.record(ctx, run, permanent(fmt.Errorf("order_refunded for unknown order %s: %w", p.OrderID, err)))
+	}
+	return c.record(ctx, run, err)
+}
+
+// HandleRefundRequested gives an order's money back: it asks the gateway to
+// refund the order's charge, then applies the refund to the order.
+//
+// Effect protected: the refund at the gateway, irreversible. Technique: the
+// gateway's Idempotency-Key, derived from the order (payment.RefundKey),
+// never from this delivery. The call comes before its record: a worker
+// killed between the gateway's answer and gateway_refund_calls (the fault
+// point FaultAfterGatewayRefund) leaves the message unacknowledged, the
+// redelivery calls again with the same key, and the gateway answers from its
+// store (replayed) without refunding twice. Record first, call second would
+// turn that crash into a refund recorded and never made.
+//
+// Answers: 2xx, refunded (replayed: already_applied); 409, the charge was
+// refunded already under another key (in the provider's dashboard):
+// already_applied, the money is back either way; no answer, 408, 425, 429 or
+// a 5xx: transient, retried with the same key; any other 4xx: the gateway
+// refuses for good, the message goes to the poison queue.
+func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
+	ctx := msg.Context()
+	run := c.newExecution(HandlerRefundRequested, msg.UUID)
+	p, err := messages.DecodeRefundRequested(msg.Payload)
+	if err != nil {
+		return c.record(ctx, run, permanent(err))
+	}
+	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
+
+	o, err := order.Get(ctx, c.q, p.OrderID)
+	if err != nil {
+		if errors.Is(err, order.ErrNotFound) {
+			err = permanent(fmt.Errorf("refund_requested for unknown order %s: %w", p.OrderID, err))
+		}
+		return c.record(ctx, run, err)
+	}
+	if o.Status == order.StatusPending {
+		return c.record(ctx, run, permanent(fmt.Errorf("refund_requested for order %s, which is not paid", o.ID)))
+	}
+	if o.Status != order.StatusRefunded { // refunded: the money is back already, by another path
+		if err := c.refundAtGateway(ctx, run, o); err != nil {
+			return c.record(ctx, run, err)
+		}
+	}
+	return c.record(ctx, run, c.applyRefund(ctx, run, o.ID, msg.UUID))
+}
+
+// refundAtGateway is the guarded step "gateway_refund" of run.
+func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queries.Order) error {
+	if c.gateway == nil {
+		return errors.New("no payment gateway configured for refunds (FAKES_URL)")
+	}
+	chargeID, err := c.q.OrderChargeID(ctx, o.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return permanent(fmt.Errorf("no charge of order %s is recorded: refund it in the provider's dashboard", o.ID))
+	}
+	if err != nil {
+		return fmt.Errorf("read the charge of order %s: %w", o.ID, err)
+	}
+	ctx, refunded := run.begin(ctx, effect.GatewayRefund, effect.ProviderKey)
+	key := payment.RefundKey(o.ID)
+	answer, err := c.gateway.Refund(ctx, key, payment.RefundRequest{ChargeID: chargeID, AmountCents: o.AmountCents})
+	if err != nil {
+		return fmt.Errorf("refund order %s: %w", o.ID, err) // no answer: the same key again later
+	}
+	if err := c.levers.Hit(FaultAfterGatewayRefund); err != nil {
+		return err
+	}
+	var body struct {
+		ID string `json:"id"`
+	}
+	if answer.Status/100 == 2 {
+		_ = json.Unmarshal(answer.Body, &body)
+	}
+	if err := c.q.GatewayRefundCallInsert(ctx, queries.GatewayRefundCallInsertParams{
+		OrderID: o.ID, GatewayKey: key, Status: int32(answer.Status),
+		RefundID: pgtype.Text{String: body.ID, Valid: body.ID != ""}, Replayed: answer.Replayed,
+	}); err != nil {
+		return fmt.Errorf("record the gateway's refund answer for order %s: %w", o.ID, err)
+	}
+	switch s := answer.Status; {
+	case s/100 == 2 && !answer.Replayed:
+		refunded.end(effect.Applied)
+	case s/100 == 2, s == http.StatusConflict:
+		refunded.end(effect.AlreadyApplied)
+	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooEarly, s == http.StatusTooManyRequests:
+		return fmt.Errorf("refund order %s: the gateway answered %d, not now", o.ID, s)
+	default:
+		return permanent(fmt.Errorf("refund order %s: the gateway refused with %d: %s", o.ID, s, truncate(answer.Body, 200)))
+	}
+	return nil
+}
+
+// applyRefund applies an order's refund, in one transaction, each effect
+// under its own guard (levers.go):
+//
+//   - the order moves to refunded (the state check of order.MarkRefunded:
+//     pending or paid -> refunded, once; refunded is terminal);
+//   - its reservation goes back to stock (stock.Release: the reservation
+//     rows' released_at, once);
+//   - its commission is reversed (ledger.ReverseCommission: a reversal row
+//     under its own key, once; never a delete);
+//   - when this call moved the order, the customer's notice is written to
+//     the outbox (refund_confirmed, one per order).
+//
+// The three are tried on every delivery, as the order_paid steps are: each
+// guard answers for itself, so a guard switched off shows its own damage.
+// The order's row lock, taken by MarkRefunded, serialises this with the
+// commission of order_paid (releaseCommissionIfPaid): whichever commits
+// second sees the first.
+func (c *Consumers) applyRefund(ctx context.Context, run *execution, orderID uuid.UUID, messageID string) error {
+	var notice *message.Message
+	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
+		q := queries.New(tx)
+		refundedCtx, refunded := run.begin(ctx, effect.Refunded, effect.StateCheck)
+		outcome, err := c.markRefunded(refundedCtx, q, orderID, messageID)
+		if err != nil {
+			return err
+		}
+		refunded.end(outcome)
+		if err := c.releaseStock(ctx, run, tx, orderID, messageID); err != nil {
+			return err
+		}
+		reversedCtx, reversed := run.begin(ctx, effect.CommissionReversed, effect.LedgerKey)
+		reversal, err := c.reverseCommission(reversedCtx, q, orderID, messageID)
+		if err != nil {
+			return err
+		}
+		reversed.end(reversal)
+		if outcome != effect.Applied {
+			return nil
+		}
+		if notice, err = messages.NewRefundConfirmed(orderID); err != nil {
+			return err
+		}
+		return c.enqueue(ctx, tx, messages.TopicRefundConfirmed, notice)
+	})
+	if err != nil {
+		return fmt.Errorf("apply the refund of order %s: %w", orderID, err)
+	}
+	return c.publishIfOutboxOff(ctx, messages.TopicRefundConfirmed, notice)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
