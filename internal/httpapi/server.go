@@ -23,6 +23,9 @@ type Deps struct {
 	// Telemetry traces every request (a span per request, named by route),
 	// records the HTTP metrics and serves GET /metrics. nil: none of that.
 	Telemetry *telemetry.Telemetry
+	// Lab serves the lab page, GET /lab (lab.go): set in a dev run only.
+	// nil: no lab page.
+	Lab *Lab
 }
 
 type server struct {

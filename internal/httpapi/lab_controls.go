@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
+)
+
+// labDone is the answer of every lab control: what it did, and the command
+// line that does the same without the page.
+type labDone struct {
+	OK     bool            `json:"ok"`
+	CLI    string          `json:"cli"`
+	Output string          `json:"output,omitempty"` // what the command printed, or its error
+	Result json.RawMessage `json:"result,omitempty"` // the answer of the endpoint called
+}
+
+// labRedeliverRequest is the body of POST /lab/orders/{id}/redeliver, passed
+// to the fake gateway's POST /charges/{charge}/redeliver as it is.
+type labRedeliverRequest struct {
+	Count      int  `json:"count"`
+	Concurrent bool `json:"concurrent"`
+	NewEventID bool `json:"new_event_id"`
+}
+
+// handleLabRedeliver makes the fake gateway deliver the webhook of the
+// order's charge count more times: with the same event id (a provider
+// retrying), or each with a new one (a provider emitting several events for
+// one payment), one after the other or all at once.
+func (s *server) handleLabRedeliver(w http.ResponseWriter, r *http.Request) {
+	id, err := orderID(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	var req labRedeliverRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if _, err := order.Get(r.Context(), s.q, id); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	chargeID, err := s.q.LabOrderChargeID(r.Context(), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.labProblem(w, r, labError{http.StatusConflict, "No charge to redeliver", "the gateway has confirmed no charge of this order yet: pay it first"})
+		return
+	}
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: charge of %s: %w", id, err))
+		return
+	}
+	body, _ := json.Marshal(req)
+	s.labForward(w, r, "/charges/"+chargeID+"/redeliver", body)
+}
+
+// handleLabProvider replaces a fake's control settings (fail_next,
+// fail_status, retry_after_s, delay_ms, and for the gateway
+// duplicate_webhooks): the body goes to POST /control/{provider} as it is,
+// and the fake checks it.
+func (s *server) handleLabProvider(w http.ResponseWriter, r *http.Request) {
+	provider := chi.URLParam(r, "provider")
+	if !slices.Contains(labProviders, provider) {
+		s.problem(w, r, badRequest{fmt.Sprintf("provider %q: want one of %s", provider, strings.Join(labProviders, ", "))})
+		return
+	}
+	body, err := readBody(w, r, maxJSONBody)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.labForward(w, r, "/control/"+provider, body)
+}
+
+// labForward POSTs body to the fakes' path and answers with what they said
+// and the curl line that says the same.
+func (s *server) labForward(w http.ResponseWriter, r *http.Request, path string, body []byte) {
+	status, raw, err := s.fakesCall(r.Context(), http.MethodPost, path, body)
+	if err != nil {
+		s.labProblem(w, r, s.errFakesUnreachable(err))
+		return
+	}
+	done := labDone{OK: status < 300, CLI: curlLine(http.MethodPost, "$FAKES_URL", path, body)}
+	if json.Valid(raw) {
+		done.Result = raw
+	} else {
+		done.Output = string(raw)
+	}
+	if !done.OK {
+		done.Output = fmt.Sprintf("the fakes answered %d: %s", status, raw)
+	}
+	writeJSON(w, http.StatusOK, done)
+}
+
+// handleLabReplay re-enqueues through the reprocess tool: one order's
+// order_paid, one message of the outbox, or the poison queue. The tool's
+// plan and progress are the answer's output.
+func (s *server) handleLabReplay(w http.ResponseWriter, r *http.Request) {
+	var t ReplayTarget
+	if err := readJSON(w, r, &t); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	var cli string
+	chosen := 0
+	if t.OrderID != uuid.Nil {
+		chosen++
+		cli = "orderpaid reprocess --order " + t.OrderID.String()
+	}
+	if t.MessageID != "" {
+		chosen++
+		cli = "orderpaid reprocess --message " + t.MessageID
+	}
+	if t.Poison {
+		chosen++
+		cli = "orderpaid reprocess --poison"
+	}
+	if chosen != 1 {
+		s.problem(w, r, badRequest{`give exactly one of "order_id", "message_id", "poison": true`})
+		return
+	}
+	if s.Lab.Replay == nil {
+		s.labProblem(w, r, labError{http.StatusNotImplemented, "No replay here", "this process cannot replay: run " + cli})
+		return
+	}
+	var out bytes.Buffer
+	err := s.Lab.Replay(r.Context(), t, &out)
+	done := labDone{OK: err == nil, CLI: cli, Output: out.String()}
+	if err != nil {
+		done.Output += err.Error()
+	}
+	writeJSON(w, http.StatusOK, done)
+}
+
+// handleLabGuard switches one guard off ({"off":true}) or back on, in the
+// process's switch set: the api's and the worker's guards alike, from their
+// next step on. Only a workshop process that runs both has one.
+func (s *server) handleLabGuard(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "guard")
+	var req struct {
+		Off bool `json:"off"`
+	}
+	if err := readJSON(w, r, &req); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	sw := s.Lab.Levers.Switches()
+	if sw == nil {
+		s.labProblem(w, r, labError{http.StatusConflict, "Guards cannot be switched here", s.Lab.GuardsNote})
+		return
+	}
+	if !req.Off && strings.Contains(","+s.Lab.Levers.GuardsOff()+",", ","+name+",") {
+		s.labProblem(w, r, labError{http.StatusConflict, "Switched off from the start",
+			"--without " + name + " switched it off when the process started: restart without it"})
+		return
+	}
+	if err := sw.Set(name, req.Off); err != nil {
+		s.problem(w, r, badRequest{err.Error()})
+		return
+	}
+	if req.Off {
+		s.Logger.WarnContext(r.Context(), "guard switched off from the lab page: effects may happen twice", "guard", name)
+	} else {
+		s.Logger.InfoContext(r.Context(), "guard switched back on from the lab page", "guard", name)
+	}
+	body, _ := json.Marshal(req)
+	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(offNow(s.Lab.Levers), ", "),
+		CLI: curlLine(http.MethodPost, "$API", "/lab/guards/"+name, body) + "   (or restart: orderpaid all --without " + name + ")"})
+}
+
+// offNow lists the guards off in lv now, whichever way they were switched.
+func offNow(lv levers.Levers) []string {
+	var off []string
+	for _, name := range levers.GuardNames() {
+		if lv.Off(levers.Guard(name)) {
+			off = append(off, name)
+		}
+	}
+	return off
+}

@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+)
+
+// How much the page shows.
+const (
+	labMaxOrders = 12
+	labMaxPoison = 20
+)
+
+// labState is GET /lab/state: what the page polls. The effects of each order
+// are not in it: the page reads them from GET /orders/{id}/audit, the
+// audit every curl reads, and draws every key it finds there.
+type labState struct {
+	Process    string                        `json:"process"`
+	Broker     string                        `json:"broker"`
+	FakesURL   string                        `json:"fakes_url"`
+	Guards     []labGuard                    `json:"guards"`
+	Switchable bool                          `json:"switchable"`  // the guards can be switched here
+	GuardsNote string                        `json:"guards_note"` // why not, when they cannot
+	Orders     []queries.LabRecentOrdersRow  `json:"orders"`
+	Poison     []queries.LabPoisonPendingRow `json:"poison"`
+	// Providers holds each fake's current control settings (GET
+	// /control/gateway, /control/notifications), by name.
+	Providers      map[string]json.RawMessage `json:"providers"`
+	ProvidersError string                     `json:"providers_error,omitempty"`
+}
+
+// labGuard is one guard and whether it is off now; Fixed: switched off from
+// the start (--without), which the page cannot switch back on.
+type labGuard struct {
+	Name  string `json:"name"`
+	Off   bool   `json:"off"`
+	Fixed bool   `json:"fixed"`
+}
+
+// labProviders are the fakes the page controls, by the name of their control
+// endpoint (POST /control/{name}).
+var labProviders = []string{"gateway", "notifications"}
+
+func (s *server) handleLabState(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	lv := s.Lab.Levers
+	st := labState{
+		Process: s.Lab.Process, Broker: s.Lab.Broker, FakesURL: s.Lab.FakesURL,
+		Switchable: lv.Switches() != nil, GuardsNote: s.Lab.GuardsNote,
+		Providers: map[string]json.RawMessage{},
+	}
+	fixed := strings.Split(lv.GuardsOff(), ",")
+	for _, name := range levers.GuardNames() {
+		st.Guards = append(st.Guards, labGuard{Name: name, Off: lv.Off(levers.Guard(name)), Fixed: slices.Contains(fixed, name)})
+	}
+	var err error
+	if st.Orders, err = s.q.LabRecentOrders(ctx, labMaxOrders); err != nil {
+		s.problem(w, r, fmt.Errorf("lab: recent orders: %w", err))
+		return
+	}
+	if st.Poison, err = s.q.LabPoisonPending(ctx, labMaxPoison); err != nil {
+		s.problem(w, r, fmt.Errorf("lab: poison queue: %w", err))
+		return
+	}
+	for _, name := range labProviders {
+		var settings json.RawMessage
+		if err := s.fakesJSON(ctx, "/control/"+name, &settings); err != nil {
+			st.ProvidersError = s.errFakesUnreachable(err).detail
+			break
+		}
+		st.Providers[name] = settings
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, st)
+}
+
+// labEvent is one line of an order's timeline.
+type labEvent struct {
+	At    time.Time `json:"at"`
+	Kind  string    `json:"kind"` // webhook, delivery, execution, gateway, notification, poison
+	Title string    `json:"title"`
+	// Detail adds what the line needs (a key, a reason); MessageID is the
+	// message a control can re-enqueue; Outcomes are a run's guard answers
+	// (effect.Result values) and Error its failure.
+	Detail    string          `json:"detail,omitempty"`
+	MessageID string          `json:"message_id,omitempty"`
+	Outcomes  json.RawMessage `json:"outcomes,omitempty"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// labTimeline is GET /lab/orders/{id}/timeline.
+type labTimeline struct {
+	Order  queries.Order `json:"order"`
+	Events []labEvent    `json:"events"`
+	Notes  []string      `json:"notes"` // what could not be read
+}
+
+// handleLabTimeline is what happened to one order, oldest first: the webhook
+// events the inbox accepted and each delivery attempt of them (from the fake
+// gateway's log), every consumer run with each guard's answer, the calls to
+// the providers and the order's messages in the poison queue.
+func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := orderID(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	o, err := order.Get(ctx, s.q, id)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	tl := labTimeline{Order: o, Events: []labEvent{}, Notes: []string{}}
+	webhooks, err := s.q.LabOrderWebhooks(ctx, id)
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: webhooks of %s: %w", id, err))
+		return
+	}
+	events := map[string]bool{}
+	for _, wh := range webhooks {
+		events[wh.EventID] = true
+		tl.Events = append(tl.Events, labEvent{At: wh.ReceivedAt, Kind: "webhook",
+			Title: "webhook inbox: " + wh.EventType + " accepted", Detail: "event " + wh.EventID})
+	}
+	tl.Events = append(tl.Events, s.labDeliveries(r, events, &tl.Notes)...)
+
+	execs, err := s.q.LabOrderExecutions(ctx, id)
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: executions of %s: %w", id, err))
+		return
+	}
+	for _, e := range execs {
+		tl.Events = append(tl.Events, labEvent{At: e.CreatedAt, Kind: "execution", Title: e.Handler + " ran",
+			Detail: "message " + e.MessageID, MessageID: e.MessageID, Outcomes: e.Outcomes, Error: e.Error.String})
+	}
+	calls, err := s.q.LabOrderGatewayCalls(ctx, id)
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: gateway calls of %s: %w", id, err))
+		return
+	}
+	for _, c := range calls {
+		title := fmt.Sprintf("gateway POST /charges: %d", c.Status)
+		if c.ChargeID.Valid {
+			title += " " + c.ChargeID.String
+		}
+		if c.Replayed {
+			title += " (replayed answer: no new charge)"
+		}
+		tl.Events = append(tl.Events, labEvent{At: c.CreatedAt, Kind: "gateway", Title: title, Detail: "Idempotency-Key " + c.GatewayKey})
+	}
+	sent, err := s.q.LabOrderNotifications(ctx, id)
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: notifications of %s: %w", id, err))
+		return
+	}
+	for _, n := range sent {
+		title := "provider POST /notifications: " + n.ProviderNotificationID
+		if n.Replayed {
+			title += " (replayed answer: nothing sent)"
+		}
+		tl.Events = append(tl.Events, labEvent{At: n.CreatedAt, Kind: "notification", Title: title,
+			Detail: "Idempotency-Key " + n.IdempotencyKey, MessageID: n.MessageID})
+	}
+	poisoned, err := s.q.LabOrderPoison(ctx, id.String())
+	if err != nil {
+		s.problem(w, r, fmt.Errorf("lab: poison queue of %s: %w", id, err))
+		return
+	}
+	for _, p := range poisoned {
+		title := "poison queue: " + p.Topic + " (" + p.Handler + ")"
+		if p.ReprocessedAt != nil {
+			title += ", replayed " + p.ReprocessedAt.Format(time.TimeOnly)
+		}
+		tl.Events = append(tl.Events, labEvent{At: p.CreatedAt, Kind: "poison", Title: title, Detail: p.Reason, MessageID: p.MessageID})
+	}
+	slices.SortStableFunc(tl.Events, func(a, b labEvent) int { return a.At.Compare(b.At) })
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, tl)
+}
+
+// labDeliveries are the fake gateway's delivery attempts of the events
+// (GET /webhook-deliveries): a redelivery of an event the inbox already
+// holds is an attempt here and no row there. A note says when the fakes do
+// not answer.
+func (s *server) labDeliveries(r *http.Request, events map[string]bool, notes *[]string) []labEvent {
+	if len(events) == 0 {
+		return nil
+	}
+	var attempts []struct {
+		EventID    string    `json:"event_id"`
+		Attempt    int       `json:"attempt"`
+		StatusCode int       `json:"status_code"`
+		Error      string    `json:"error"`
+		At         time.Time `json:"at"`
+	}
+	if err := s.fakesJSON(r.Context(), "/webhook-deliveries", &attempts); err != nil {
+		*notes = append(*notes, "webhook deliveries not shown: "+s.errFakesUnreachable(err).detail)
+		return nil
+	}
+	var out []labEvent
+	for _, a := range attempts {
+		if !events[a.EventID] {
+			continue
+		}
+		answer := cmp.Or(a.Error, fmt.Sprint(a.StatusCode))
+		out = append(out, labEvent{At: a.At, Kind: "delivery",
+			Title:  fmt.Sprintf("gateway delivered the webhook (attempt %d): %s", a.Attempt, answer),
+			Detail: "event " + a.EventID})
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package httpapi_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
+)
+
+// labRequest serves one request to an API whose lab is lab (nil: none).
+func labRequest(t *testing.T, lab *httpapi.Lab, method, path, contentType, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	h := httpapi.NewServer(httpapi.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Lab: lab})
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// A production API (no Lab) serves no lab page, and says how to get one.
+func TestLabPageOnlyInADevRun(t *testing.T) {
+	t.Parallel()
+	rec := labRequest(t, nil, "GET", "/lab", "", "")
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "orderpaid all") {
+		t.Errorf("GET /lab without a lab = %d %s, want 404 naming `orderpaid all`", rec.Code, rec.Body)
+	}
+	if rec := labRequest(t, nil, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusNotFound {
+		t.Errorf("POST /lab/guards/ledger-key without a lab = %d, want 404", rec.Code)
+	}
+}
+
+func TestLabPageAssets(t *testing.T) {
+	t.Parallel()
+	lab := &httpapi.Lab{Process: "all"}
+	for path, want := range map[string]string{"/lab": "text/html", "/lab/assets/lab.js": "javascript", "/lab/assets/lab.css": "text/css"} {
+		rec := labRequest(t, lab, "GET", path, "", "")
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Type"), want) {
+			t.Errorf("GET %s = %d %q, want 200 %s", path, rec.Code, rec.Header().Get("Content-Type"), want)
+		}
+	}
+	if rec := labRequest(t, lab, "GET", "/lab/assets/nothing.js", "", ""); rec.Code != http.StatusNotFound {
+		t.Errorf("GET of an asset that is not there = %d, want 404", rec.Code)
+	}
+}
+
+// The guard toggle switches the process's shared switch set, only where
+// there is one, and only from a JSON request (no other web page can send it
+// without asking).
+func TestLabGuardToggle(t *testing.T) {
+	t.Parallel()
+	sw := levers.NewSwitches()
+	lv, _ := levers.ParseWithout("inbox")
+	lv = lv.WithSwitches(sw)
+	lab := &httpapi.Lab{Process: "all", Levers: lv}
+
+	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "text/plain", `{"off":true}`); rec.Code != http.StatusUnsupportedMediaType || sw.Off(levers.LedgerKey) {
+		t.Errorf("a text/plain toggle = %d, ledger-key off %v: want 415 and nothing switched", rec.Code, sw.Off(levers.LedgerKey))
+	}
+	rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`)
+	if rec.Code != http.StatusOK || !lv.Off(levers.LedgerKey) {
+		t.Fatalf("switch ledger-key off = %d %s, off now %v", rec.Code, rec.Body, lv.Off(levers.LedgerKey))
+	}
+	if !strings.Contains(rec.Body.String(), "--without ledger-key") {
+		t.Errorf("the answer names no command line: %s", rec.Body)
+	}
+	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "application/json", `{"off":false}`); rec.Code != http.StatusOK || lv.Off(levers.LedgerKey) {
+		t.Errorf("switch ledger-key on = %d, off now %v", rec.Code, lv.Off(levers.LedgerKey))
+	}
+	if rec := labRequest(t, lab, "POST", "/lab/guards/inbox", "application/json", `{"off":false}`); rec.Code != http.StatusConflict || !lv.Off(levers.Inbox) {
+		t.Errorf("switch on a --without guard = %d, want 409 and the guard left off", rec.Code)
+	}
+	if rec := labRequest(t, lab, "POST", "/lab/guards/everything", "application/json", `{"off":true}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("an unknown guard = %d, want 400", rec.Code)
+	}
+	alone := &httpapi.Lab{Process: "api", GuardsNote: "start orderpaid all"}
+	if rec := labRequest(t, alone, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "orderpaid all") {
+		t.Errorf("a toggle without a switch set = %d %s, want 409 with the note", rec.Code, rec.Body)
+	}
+}

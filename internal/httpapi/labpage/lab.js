@@ -1,0 +1,254 @@
+// The lab page's script: it polls the API once a second and draws what it
+// reads; every control calls an endpoint the command line can call too, and
+// prints that command. Plain JavaScript, no build step.
+"use strict";
+
+const pollMs = 1000;
+let selected = new URLSearchParams(location.hash.slice(1)).get("order") || "";
+let switchable = false;
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else if (k === "onclick") e.addEventListener("click", v);
+    else e[k] = v;
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// api does one request and returns the decoded answer; a problem detail
+// (4xx, 5xx) is thrown as an Error carrying its detail.
+async function api(method, path, body, headers) {
+  const init = { method, headers: Object.assign({}, headers) };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!resp.ok) {
+    const p = data && typeof data === "object" ? data : {};
+    throw new Error(`${method} ${path}: ${resp.status} ${p.title || ""}${p.detail ? ": " + p.detail : ""}`);
+  }
+  return data;
+}
+
+function showCommand(lines) {
+  $("last-command").textContent = lines.filter(Boolean).join("\n");
+}
+
+function showError(err) {
+  const box = $("error");
+  box.hidden = !err;
+  box.textContent = err ? String(err.message || err) : "";
+}
+
+// act runs one control and prints what it did; errors go to the error line.
+async function act(fn) {
+  try {
+    showError(null);
+    await fn();
+    await refresh();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+function select(id) {
+  selected = id;
+  location.hash = id ? "order=" + id : "";
+  $("selected-order").textContent = id || "none";
+  $("selected-order").setAttribute("data-order", id || "");
+  for (const b of ["pay", "pay-new-key", "replay-order", "redeliver"]) $(b).disabled = !id;
+}
+
+// --- controls -------------------------------------------------------------
+
+async function createOrder() {
+  const body = { customer_id: $("customer").value, amount_cents: Number($("amount").value), currency: "BRL" };
+  if ($("affiliate").value) body.affiliate_id = $("affiliate").value;
+  const o = await api("POST", "/orders", body);
+  select(o.id);
+  return [o, `curl -X POST $API/orders -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`];
+}
+
+async function pay(key) {
+  const p = await api("POST", `/orders/${selected}/payments`, {}, { "Idempotency-Key": key });
+  return `curl -X POST $API/orders/${selected}/payments -H 'Content-Type: application/json' -H 'Idempotency-Key: ${key}' -d '{}'\n→ ${JSON.stringify(p)}`;
+}
+
+function printDone(d) {
+  showCommand([d.cli, d.ok ? "" : "FAILED", d.output, d.result ? JSON.stringify(d.result) : ""]);
+  if (!d.ok) throw new Error(d.output || "the command failed");
+}
+
+$("create").onclick = () => act(async () => { const [, cli] = await createOrder(); showCommand([cli]); });
+$("create-pay").onclick = () => act(async () => {
+  const [, cli] = await createOrder();
+  showCommand([cli, await pay("lab-" + selected)]);
+});
+$("pay").onclick = () => act(async () => showCommand([await pay("lab-" + selected)]));
+$("pay-new-key").onclick = () => act(async () => showCommand([await pay("lab-" + crypto.randomUUID())]));
+$("replay-order").onclick = () => act(async () => printDone(await api("POST", "/lab/replay", { order_id: selected })));
+$("replay-poison").onclick = () => act(async () => printDone(await api("POST", "/lab/replay", { poison: true })));
+$("redeliver").onclick = () => act(async () => printDone(await api("POST", `/lab/orders/${selected}/redeliver`, {
+  count: Number($("redeliver-count").value),
+  new_event_id: $("redeliver-new-event").checked,
+  concurrent: $("redeliver-concurrent").checked,
+})));
+
+function replayMessage(id) {
+  act(async () => printDone(await api("POST", "/lab/replay", { message_id: id })));
+}
+
+function switchGuard(name, off) {
+  act(async () => printDone(await api("POST", `/lab/guards/${name}`, { off })));
+}
+
+// The provider forms are drawn once, so polling never wipes what is typed;
+// only their "now" line follows the fakes.
+function drawProviderForms() {
+  const box = $("providers");
+  for (const name of ["gateway", "notifications"]) {
+    const field = (f, v, min, max) => el("label", {}, f.replace("_", " ") + " ",
+      el("input", { id: `${name}-${f.replaceAll("_", "-")}`, type: "number", value: v, min, max }));
+    const apply = (body) => act(async () => printDone(await api("POST", `/lab/providers/${name}`, body)));
+    box.append(el("div", { class: "provider" },
+      el("strong", {}, name === "gateway" ? "payment gateway" : "notification provider"),
+      el("div", { class: "now", id: `${name}-now` }, "…"),
+      el("div", { class: "row" }, field("fail_next", 3, 0), field("fail_status", 503, 400, 599), field("delay_ms", 0, 0)),
+      el("div", { class: "row" },
+        el("button", { type: "button", id: `${name}-apply`, onclick: () => apply({
+          fail_next: Number($(`${name}-fail-next`).value),
+          fail_status: Number($(`${name}-fail-status`).value),
+          delay_ms: Number($(`${name}-delay-ms`).value),
+        }) }, "Apply"),
+        el("button", { type: "button", class: "secondary", id: `${name}-reset`, onclick: () => apply({}) }, "Well-behaved again"))));
+  }
+}
+
+// --- drawing --------------------------------------------------------------
+
+function drawHeader(st) {
+  $("process").textContent = `orderpaid ${st.process} · broker ${st.broker} · fakes ${st.fakes_url}`;
+  const off = st.guards.filter((g) => g.off).map((g) => g.name);
+  const banner = $("banner");
+  banner.hidden = off.length === 0;
+  banner.textContent = off.length ? `⚠ Guards switched off: ${off.join(", ")}. Effects may happen twice; this is a workshop run, never production.` : "";
+}
+
+function drawGuards(st) {
+  switchable = st.switchable;
+  $("guards-note").textContent = st.switchable
+    ? "Switching a guard applies to the api and the worker of this process from their next step."
+    : st.guards_note;
+  const list = $("guards");
+  list.replaceChildren(...st.guards.map((g) => el("li", { class: g.off ? "off" : "", "data-guard": g.name, "data-off": String(g.off) },
+    el("span", {}, g.name + (g.off ? " — OFF" : "") + (g.fixed ? " (--without)" : "")),
+    el("button", {
+      type: "button", class: "small" + (g.off ? "" : " secondary"), id: "guard-" + g.name,
+      disabled: !switchable || g.fixed, onclick: () => switchGuard(g.name, !g.off),
+    }, g.off ? "switch on" : "switch off"))));
+}
+
+function drawProviders(st) {
+  for (const name of ["gateway", "notifications"]) {
+    const now = st.providers[name];
+    $(`${name}-now`).textContent = now
+      ? "now: " + Object.entries(now).map(([k, v]) => `${k} ${v}`).join(", ")
+      : st.providers_error || "not reachable";
+  }
+}
+
+function drawPoison(st) {
+  const c = $("poison-count");
+  c.textContent = st.poison.length;
+  c.className = "count" + (st.poison.length ? " some" : "");
+  $("poison").replaceChildren(...st.poison.map((p) => el("li", { class: "hint" },
+    `#${p.id} ${p.topic} (${p.handler}) order ${p.order_id || "-"}: ${p.reason}`)));
+}
+
+// drawOrders draws a row per order with every key the audit returns: a new
+// effect appears as a new column without a change here.
+function drawOrders(orders, audits) {
+  const keys = (field) => [...new Set(audits.flatMap((a) => Object.keys((a && a[field]) || {})))].sort();
+  const execKeys = keys("executions"), effectKeys = keys("effects");
+  const thead = $("orders").tHead;
+  thead.replaceChildren(
+    el("tr", {}, el("th", { colSpan: 3 }), el("th", { class: "group", colSpan: execKeys.length || 1 }, "executions"),
+      el("th", { class: "group", colSpan: effectKeys.length || 1 }, "effects")),
+    el("tr", {}, el("th", {}, "order"), el("th", {}, "status"), el("th", {}, "amount"),
+      ...execKeys.map((k) => el("th", {}, k)), ...effectKeys.map((k) => el("th", {}, k))));
+  const rows = orders.map((o, i) => {
+    const a = audits[i] || { executions: {}, effects: {}, cleaned: [] };
+    const cell = (kind, k) => {
+      const n = (a[kind] || {})[k] ?? 0;
+      const cls = "n" + (kind === "executions" ? " exec" : n > 1 ? " twice" : "") + (n === 0 ? " zero" : "");
+      const attrs = { class: cls, title: (a.cleaned || []).includes(k) ? "evidence cleaned by retention" : "" };
+      attrs[kind === "executions" ? "data-execution" : "data-effect"] = k;
+      return el("td", attrs, n);
+    };
+    return el("tr", { class: o.id === selected ? "selected" : "", "data-order": o.id, onclick: () => { select(o.id); refresh(); } },
+      el("td", { class: "id", title: o.id }, o.id.slice(0, 8)), el("td", {}, o.status),
+      el("td", {}, (o.amount_cents / 100).toFixed(2) + " " + o.currency),
+      ...execKeys.map((k) => cell("executions", k)), ...effectKeys.map((k) => cell("effects", k)));
+  });
+  $("orders").tBodies[0].replaceChildren(...rows);
+}
+
+function drawTimeline(tl) {
+  const list = $("timeline");
+  if (!tl) { list.replaceChildren(el("li", { class: "hint" }, "select an order")); return; }
+  const items = tl.events.slice().reverse().map((e) => {
+    const body = el("div", {}, e.title);
+    if (e.detail) body.append(el("div", { class: "detail" }, e.detail));
+    if (e.outcomes) {
+      const answers = el("div", {});
+      for (const r of e.outcomes) answers.append(el("span", { class: "outcome " + r.outcome, title: r.technique }, `${r.effect}: ${r.outcome}`));
+      if (e.error) answers.append(el("span", { class: "outcome failed" }, "error: " + e.error));
+      body.append(answers);
+    }
+    if (e.kind === "execution" && e.message_id) {
+      body.append(el("button", { type: "button", class: "small secondary", onclick: () => replayMessage(e.message_id) }, "re-enqueue this message"));
+    }
+    return el("li", { "data-kind": e.kind },
+      el("span", { class: "at" }, new Date(e.at).toLocaleTimeString()), el("span", { class: "kind " + e.kind }, e.kind), body);
+  });
+  for (const n of tl.notes) items.push(el("li", { class: "hint" }, n));
+  list.replaceChildren(...items);
+}
+
+// refresh reads everything once and draws it.
+async function refresh() {
+  const st = await api("GET", "/lab/state");
+  const audits = await Promise.all(st.orders.map((o) => api("GET", `/orders/${o.id}/audit`).catch(() => null)));
+  const tl = selected ? await api("GET", `/lab/orders/${selected}/timeline`).catch(() => null) : null;
+  drawHeader(st);
+  drawGuards(st);
+  drawProviders(st);
+  drawPoison(st);
+  drawOrders(st.orders, audits);
+  drawTimeline(tl);
+  document.body.setAttribute("data-refreshed", String(Date.now()));
+}
+
+async function loop() {
+  try {
+    await refresh();
+    if ($("error").textContent.startsWith("lost the API")) showError(null);
+  } catch (err) {
+    showError(new Error("lost the API: " + err.message));
+  }
+  setTimeout(loop, pollMs);
+}
+
+drawProviderForms();
+select(selected);
+loop();
