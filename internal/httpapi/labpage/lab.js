@@ -179,13 +179,18 @@ function drawPoison(st) {
 // effect appears as a new column without a change here.
 function drawOrders(orders, audits) {
   const keys = (field) => [...new Set(audits.flatMap((a) => Object.keys((a && a[field]) || {})))].sort();
-  const execKeys = keys("executions"), effectKeys = keys("effects");
+  // A handler that ran for none of these orders (a refund handler, say)
+  // gets no column; every effect does, a 0 there is information.
+  const execKeys = keys("executions").filter((k) => audits.some((a) => a && a.executions[k] > 0));
+  const effectKeys = keys("effects");
+  // Long names wrap at their underscores.
+  const label = (k) => { const th = el("th", {}); k.split("_").forEach((part, i) => { if (i) th.append("_", el("wbr")); th.append(part); }); return th; };
   const thead = $("orders").tHead;
   thead.replaceChildren(
     el("tr", {}, el("th", { colSpan: 3 }), el("th", { class: "group", colSpan: execKeys.length || 1 }, "executions"),
       el("th", { class: "group", colSpan: effectKeys.length || 1 }, "effects")),
     el("tr", {}, el("th", {}, "order"), el("th", {}, "status"), el("th", {}, "amount"),
-      ...execKeys.map((k) => el("th", {}, k)), ...effectKeys.map((k) => el("th", {}, k))));
+      ...execKeys.map(label), ...effectKeys.map(label)));
   const rows = orders.map((o, i) => {
     const a = audits[i] || { executions: {}, effects: {}, cleaned: [] };
     const cell = (kind, k) => {
