@@ -170,7 +170,7 @@ func scenarioConfig(e env, cfg config.Config, brokerName, bin string, keep bool,
 		}
 	}
 	return scenario.Config{
-		Bin: bin, AdminURL: cfg.DatabaseURL, Broker: brokerName, Env: passed,
+		Bin: bin, AdminURL: cfg.DatabaseURL, Broker: brokerName, BrokerPrefix: cfg.BrokerPrefix, Env: passed,
 		Keep: keep, Parallel: parallel, Progress: e.stderr,
 	}, nil
 }

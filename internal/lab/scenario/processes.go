@@ -127,8 +127,12 @@ func twoWorkers() *Scenario {
 		Name: "two-workers",
 		Summary: "two worker processes run the same order_confirmed at the same moment: the first one's lease on the " +
 			"message expires while it waits for a slow provider, and the broker hands the message to the second",
-		Repeated:  "order_confirmed in 2 workers at once",
-		Broker:    "postgres",
+		Repeated: "order_confirmed in 2 workers at once",
+		Broker:   "postgres",
+		// What the fault needs: a broker that hands a message to a second
+		// worker while the first still runs it, once a lease expires.
+		BrokerReason: "its fault is a delivery lease expiring under a slow handler; RabbitMQ keeps a message with its consumer until " +
+			"it acks or disconnects, and NATS redelivers after an AckWait of 30s, longer than the worker's 10s wait for the provider",
 		Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 2))},
 		Without: map[string]Expect{
 			guardProviderKey: {

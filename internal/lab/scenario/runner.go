@@ -19,14 +19,20 @@ type Config struct {
 	// then drops, its own database (the runner's DATABASE_URL).
 	AdminURL string
 	// Broker is postgres (default), amqp or nats. On amqp and nats every
-	// scenario gets a BROKER_PREFIX of its own, so scenarios never consume
-	// each other's messages (their queues and streams are left behind).
+	// scenario gets a BROKER_PREFIX of its own, BrokerPrefix followed by
+	// "scn<random>_", so scenarios never consume each other's messages, nor
+	// those of anyone else sharing the broker; its queues, exchanges and
+	// streams are deleted when it ends (broker_cleanup.go).
 	Broker string
+	// BrokerPrefix is the runner's own BROKER_PREFIX (at most 28
+	// characters: the runner adds 12); default none.
+	BrokerPrefix string
 	// Env is passed on to every child (AMQP_URL, NATS_URL, WEBHOOK_SECRET,
 	// OTEL_*); nothing else is inherited.
 	Env map[string]string
-	// Keep keeps each scenario's database and logs instead of removing them
-	// (they are always kept when a scenario fails).
+	// Keep keeps each scenario's database, logs and broker queues and
+	// streams instead of removing them (the database and logs are always
+	// kept when a scenario fails; the broker's objects are not).
 	Keep bool
 	// LogDir is where each scenario's log directory is made (default: the
 	// system's temporary directory).
@@ -62,9 +68,12 @@ type Result struct {
 	Expect   Expect
 	// Failed lists the checks that did not hold; Err is set when the
 	// scenario could not run to the end.
-	Failed  []string
-	Err     error
-	Elapsed time.Duration
+	Failed []string
+	Err    error
+	// NotApplicable says why the scenario did not run on this broker (its
+	// fault cannot happen there); such a run is not a failure.
+	NotApplicable string
+	Elapsed       time.Duration
 	// LogDir holds the processes' logs when they were kept.
 	LogDir string
 }
@@ -75,6 +84,8 @@ func (r Result) OK() bool { return r.Err == nil && len(r.Failed) == 0 }
 // Verdict is the last column of the table.
 func (r Result) Verdict() string {
 	switch {
+	case r.NotApplicable != "":
+		return "not applicable: " + r.NotApplicable
 	case r.Err != nil:
 		return "ERROR: " + firstLine(r.Err.Error())
 	case len(r.Failed) > 0:
@@ -128,7 +139,13 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 		return r
 	}
 	if c.Scenario.Broker != "" && c.Scenario.Broker != cfg.Broker {
-		r.Err = fmt.Errorf("runs on the %s broker only (its fault needs it); run it with --broker %s", c.Scenario.Broker, c.Scenario.Broker)
+		reason := cmp.Or(c.Scenario.BrokerReason, "its fault needs that broker")
+		r.NotApplicable = fmt.Sprintf("runs on the %s broker only (run it with --broker %s): %s", c.Scenario.Broker, c.Scenario.Broker, reason)
+		return r
+	}
+	if len(cfg.BrokerPrefix) > maxScenarioPrefix {
+		r.Err = fmt.Errorf("BROKER_PREFIX %q is %d characters: the scenario runner adds 12 of its own to it for each scenario, so use at most %d",
+			cfg.BrokerPrefix, len(cfg.BrokerPrefix), maxScenarioPrefix)
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -154,7 +171,7 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 
 // play runs the scenario on s and waits until the system has settled.
 func play(ctx context.Context, cfg Config, c Case, s *Stage) (Counts, error) {
-	s.Logf("scenario %s, without %q, broker %s, database %s", c.Scenario.Name, c.Without, cfg.Broker, s.dbName)
+	s.Logf("scenario %s, without %q, broker %s, database %s, broker prefix %s", c.Scenario.Name, c.Without, cfg.Broker, s.dbName, s.brokerPrefix)
 	if err := c.Scenario.Run(ctx, s); err != nil {
 		return Counts{}, err
 	}

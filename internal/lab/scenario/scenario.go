@@ -25,8 +25,10 @@ type Scenario struct {
 	// only that guard is off. A guard not listed here has no checked outcome
 	// in this scenario, and `scenario run NAME --without GUARD` refuses it.
 	Without map[string]Expect
-	// Broker, when set, is the only broker the scenario runs on.
-	Broker string
+	// Broker, when set, is the only broker the scenario runs on; on another
+	// one its run is not applicable, and BrokerReason says why.
+	Broker       string
+	BrokerReason string
 	// Settled says the flow has run its course: the runner waits for it, then
 	// for a quiet period with no count changing. Nil: one order_confirmed
 	// execution per order.

@@ -50,7 +50,7 @@ type Stage struct {
 func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 	s := &Stage{
 		cfg: cfg, without: c.Without, started: map[string]int{},
-		brokerPrefix: "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
+		brokerPrefix: cfg.BrokerPrefix + "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
 	}
 	if s.dir, err = os.MkdirTemp(cfg.LogDir, "orderpaid-scenario-"+c.Scenario.Name+"-"); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
@@ -87,7 +87,8 @@ func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 }
 
 // close stops every process still running (SIGTERM, then SIGKILL), then
-// drops the database and the logs unless keep.
+// drops the database and the logs unless keep, and deletes the queues and
+// streams of RabbitMQ or NATS unless the runner's Keep.
 func (s *Stage) close(keep bool) error {
 	var errs []error
 	for _, fn := range s.closers {
@@ -100,6 +101,13 @@ func (s *Stage) close(keep bool) error {
 	}
 	if s.pool != nil {
 		s.pool.Close()
+	}
+	if s.cfg.Broker != "postgres" && !s.cfg.Keep {
+		if err := deleteBrokerObjects(s.cfg.Broker, s.cfg.Env, s.brokerPrefix); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.Logf("deleted the broker's queues and streams under prefix %s", s.brokerPrefix)
+		}
 	}
 	if s.notes != nil {
 		s.notes.Close()
