@@ -16,9 +16,10 @@ RETURNING *;
 
 -- name: OrderMarkPaidUnconditional :one
 -- The mistake the state check prevents (scenario "--without state-check"):
--- every execution "transitions" the order again.
+-- every execution "transitions" the order again, a refunded one too (it
+-- comes back to life: paid, no longer refunded).
 UPDATE orders
-SET status = 'paid', paid_at = coalesce(paid_at, now())
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
 WHERE id = $1
 RETURNING *;
 

@@ -59,7 +59,7 @@ type Gateway struct {
 	refunds  []Refund          // in creation order
 	refunded map[string]int64  // charge id -> the cents refunded of it so far
 	byKey    keyStore          // Idempotency-Key -> the answer given, charges and refunds alike
-	events   map[string]Event  // charge id -> the payment.succeeded first emitted for it
+	events   map[string]Event  // charge id -> its payment.succeeded, refund id -> its payment.refunded (first emitted)
 }
 
 // NewGateway returns a gateway with no charges. Webhook deliveries run in

@@ -39,7 +39,8 @@ type redeliverRequest struct {
 	NewEventID bool `json:"new_event_id"` // a fresh event id for each
 }
 
-// Redeliver delivers the webhook of an existing charge count more times and
+// Redeliver delivers the webhook of an existing charge (payment.succeeded)
+// or refund (payment.refunded), named by its id, count more times and
 // returns the event ids used. Without newEventID they repeat the charge's
 // original event id, as a provider retrying a delivery does; with it each gets
 // a fresh id, as a provider that emits two events for one payment does. With
@@ -53,7 +54,7 @@ func (g *Gateway) Redeliver(chargeID string, count int, concurrent, newEventID b
 	ev, ok := g.events[chargeID]
 	g.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("no charge %q: %w", chargeID, errNotFound)
+		return nil, fmt.Errorf("no charge or refund %q: %w", chargeID, errNotFound)
 	}
 	events := make([]Event, count)
 	ids := make([]string, count)

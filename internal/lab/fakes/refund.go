@@ -80,7 +80,9 @@ func (g *Gateway) refund(key string, req refundRequest) (resp storedResponse, re
 		}
 		g.refunds = append(g.refunds, rf)
 		g.refunded[c.ID] += rf.AmountCents
-		g.emit(paymentRefunded(rf))
+		ev := paymentRefunded(rf)
+		g.events[rf.ID] = ev // for POST /refunds/{id}/redeliver
+		g.emit(ev)
 		return rf, nil
 	})
 }

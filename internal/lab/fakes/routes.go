@@ -14,6 +14,7 @@ import "net/http"
 //	POST /refunds                  {"charge_id":"ch_...","amount_cents":N} refund once per Idempotency-Key (201; replay as above;
 //	                               404 unknown charge; 409 that money is already refunded under another key)
 //	GET  /refunds                  the refunds actually made
+//	POST /refunds/{id}/redeliver   the refund's payment.refunded again, as for a charge
 //	GET  /webhook-deliveries       every webhook delivery attempt
 //	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
 //	                               (of POST /charges and POST /refunds alike)
@@ -37,6 +38,7 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("POST /charges", g.handleCreateCharge)
 	mux.HandleFunc("GET /charges", g.handleListCharges)
 	mux.HandleFunc("POST /charges/{id}/redeliver", g.handleRedeliver)
+	mux.HandleFunc("POST /refunds/{id}/redeliver", g.handleRedeliver)
 	mux.HandleFunc("POST /refunds", g.handleCreateRefund)
 	mux.HandleFunc("GET /refunds", g.handleListRefunds)
 	mux.HandleFunc("GET /webhook-deliveries", g.handleListDeliveries)

@@ -48,13 +48,13 @@ func (q *Queries) ScenarioOutboxMessages(ctx context.Context, orderID uuid.UUID)
 const scenarioProviderCalls = `-- name: ScenarioProviderCalls :one
 
 SELECT count(*) FROM notification_log
-WHERE order_id = ANY($1::uuid[])
+WHERE order_id = ANY($1::uuid[]) AND template = 'order_confirmed'
 `
 
 // Queries of the scenario runner (internal/lab/scenario), generated into
 // internal/lab/labqueries; the service itself never runs them.
-// How often the notification provider was called for these orders, replays
-// included. The audit's notification_sent counts only real sends; the
+// How often the notification provider was called for these orders'
+// confirmations, replays included. The audit's notification_sent counts only real sends; the
 // difference is the calls an inbox would have saved.
 func (q *Queries) ScenarioProviderCalls(ctx context.Context, orderIds []uuid.UUID) (int64, error) {
 	row := q.db.QueryRow(ctx, scenarioProviderCalls, orderIds)

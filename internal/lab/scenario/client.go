@@ -155,7 +155,18 @@ type charge struct {
 }
 
 type notification struct {
+	OrderID  string `json:"order_id"`
+	Template string `json:"template"`
+}
+
+type refundRecord struct {
+	ID      string `json:"id"`
 	OrderID string `json:"order_id"`
+}
+
+func (s *Stage) refunds(ctx context.Context) ([]refundRecord, error) {
+	var rs []refundRecord
+	return rs, s.must(ctx, "GET", s.FakesURL()+"/refunds", nil, &rs)
 }
 
 func (s *Stage) charges(ctx context.Context) ([]charge, error) {

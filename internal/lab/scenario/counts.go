@@ -32,6 +32,17 @@ type Counts struct {
 	// StockReserved is the audit's stock_reserved: how often orders' items
 	// really left the stock.
 	StockReserved int64 `json:"stock_reserved"`
+	// Refunded, StockReleased and Reversed are the audit's refunded,
+	// stock_released and commission_reversed; RefundNotices the refund
+	// e-mails the fake provider really sent; Refunds the refunds the fake
+	// gateway really made (GET /refunds).
+	Refunded      int64 `json:"refunded"`
+	StockReleased int64 `json:"stock_released"`
+	Reversed      int64 `json:"commission_reversed"`
+	RefundNotices int64 `json:"refund_notices"`
+	Refunds       int64 `json:"refunds"`
+	// ExecOrderRefunded counts runs of the order_refunded consumer.
+	ExecOrderRefunded int64 `json:"exec_order_refunded"`
 }
 
 // Metric names one number of Counts in a Check.
@@ -49,6 +60,12 @@ const (
 	Notified           Metric = "notifications"
 	ProviderCalls      Metric = "provider_calls"
 	StockReserved      Metric = effect.StockReserved
+	Refunded           Metric = effect.Refunded
+	StockReleased      Metric = effect.StockReleased
+	Reversed           Metric = effect.CommissionReversed
+	RefundNotices      Metric = "refund_notices"
+	Refunds            Metric = "refunds"
+	ExecOrderRefunded  Metric = "executions.order_refunded"
 )
 
 // Of returns the value of m in c.
@@ -74,6 +91,18 @@ func (m Metric) Of(c Counts) int64 {
 		return c.ProviderCalls
 	case StockReserved:
 		return c.StockReserved
+	case Refunded:
+		return c.Refunded
+	case StockReleased:
+		return c.StockReleased
+	case Reversed:
+		return c.Reversed
+	case RefundNotices:
+		return c.RefundNotices
+	case Refunds:
+		return c.Refunds
+	case ExecOrderRefunded:
+		return c.ExecOrderRefunded
 	}
 	panic("scenario: unknown metric " + string(m))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
+	"github.com/orderpaid/orderpaid/internal/notify"
 )
 
 // Observe reads the counts now: the API's audit of every tracked order, the
@@ -30,6 +31,10 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.Enqueued += a.Effects[effect.ConfirmationEnqueued]
 		c.Delivered += a.Effects[effect.ConfirmationDelivered]
 		c.StockReserved += a.Effects[effect.StockReserved]
+		c.Refunded += a.Effects[effect.Refunded]
+		c.StockReleased += a.Effects[effect.StockReleased]
+		c.Reversed += a.Effects[effect.CommissionReversed]
+		c.ExecOrderRefunded += a.Executions["order_refunded"]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {
@@ -45,8 +50,21 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		return Counts{}, err
 	}
 	for _, n := range sent {
-		if tracked[n.OrderID] {
+		switch {
+		case !tracked[n.OrderID]:
+		case n.Template == notify.TemplateOrderRefunded:
+			c.RefundNotices++
+		default:
 			c.Notified++
+		}
+	}
+	refunds, err := s.refunds(ctx)
+	if err != nil {
+		return Counts{}, err
+	}
+	for _, r := range refunds {
+		if tracked[r.OrderID] {
+			c.Refunds++
 		}
 	}
 	if c.ProviderCalls, err = labqueries.New(s.pool).ScenarioProviderCalls(ctx, s.orders); err != nil {

@@ -9,19 +9,37 @@ import (
 
 // WriteTable prints one row per result: scenario, guard off, what repeated,
 // executions, each effect, verdict. Counts are totals over the scenario's
-// orders (the ORDERS column).
+// orders (the ORDERS column). When any result touched stock or refunds, the
+// columns of those effects come before the verdict: STOCK reserved/released,
+// REFUNDS made at the gateway, REFUNDED (transitions), REVERSED
+// (commission reversals), REFUND E-MAILS.
 func WriteTable(w io.Writer, results []Result) error {
+	wide := false
+	for _, r := range results {
+		c := r.Counts
+		if c.StockReserved+c.StockReleased+c.Refunds+c.Refunded+c.Reversed+c.RefundNotices > 0 {
+			wide = true
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tGUARD OFF\tWHAT REPEATED\tORDERS\tEXEC paid/conf\tCHARGES\tPAID\tCOMMISSION\tCONF QUEUED\tCONF DONE\tE-MAILS\tPROVIDER CALLS\tVERDICT")
+	header := "SCENARIO\tGUARD OFF\tWHAT REPEATED\tORDERS\tEXEC paid/conf\tCHARGES\tPAID\tCOMMISSION\tCONF QUEUED\tCONF DONE\tE-MAILS\tPROVIDER CALLS"
+	if wide {
+		header += "\tSTOCK res/rel\tREFUNDS\tREFUNDED\tREVERSED\tREFUND E-MAILS"
+	}
+	fmt.Fprintln(tw, header+"\tVERDICT")
 	for _, r := range results {
 		c := r.Counts
 		off := r.Without
 		if off == "" {
 			off = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t",
 			r.Scenario, off, r.Repeated, c.Orders, c.ExecOrderPaid, c.ExecOrderConfirmed,
-			c.Charges, c.Paid, c.Commission, c.Enqueued, c.Delivered, c.Notified, c.ProviderCalls, r.Verdict())
+			c.Charges, c.Paid, c.Commission, c.Enqueued, c.Delivered, c.Notified, c.ProviderCalls)
+		if wide {
+			fmt.Fprintf(tw, "%d/%d\t%d\t%d\t%d\t%d\t", c.StockReserved, c.StockReleased, c.Refunds, c.Refunded, c.Reversed, c.RefundNotices)
+		}
+		fmt.Fprintf(tw, "%s\n", r.Verdict())
 	}
 	return tw.Flush()
 }

@@ -167,13 +167,14 @@ func (q *Queries) OrderMarkPaid(ctx context.Context, id uuid.UUID) (Order, error
 
 const orderMarkPaidUnconditional = `-- name: OrderMarkPaidUnconditional :one
 UPDATE orders
-SET status = 'paid', paid_at = coalesce(paid_at, now())
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
 WHERE id = $1
 RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
 
 // The mistake the state check prevents (scenario "--without state-check"):
-// every execution "transitions" the order again.
+// every execution "transitions" the order again, a refunded one too (it
+// comes back to life: paid, no longer refunded).
 func (q *Queries) OrderMarkPaidUnconditional(ctx context.Context, id uuid.UUID) (Order, error) {
 	row := q.db.QueryRow(ctx, orderMarkPaidUnconditional, id)
 	var i Order
