@@ -53,7 +53,7 @@ func TestLabPageInBrowser(t *testing.T) {
 	b.waitJS("the timeline shows the six runs", `document.querySelectorAll('#timeline li[data-kind="execution"]').length >= 6`)
 	time.Sleep(time.Second) // whatever the redeliveries could still do, they have done
 	b.waitCounts(id, "every effect still once after the dust settles", map[string]int{"order_paid": 6}, once(effects))
-	b.screenshot("lab-guards-on.png")
+	b.screenshot("lab-guards-on.png", `window.scrollTo(0, 0)`)
 
 	// The ledger key off, on the page: the same five events now pay the
 	// affiliate again.
@@ -63,7 +63,8 @@ func TestLabPageInBrowser(t *testing.T) {
 	b.waitCounts(id, "five more executions", map[string]int{"order_paid": 11}, nil)
 	b.waitJS("the commission at least 2", cellJS(id, "effect", "commission")+` >= 2`)
 	b.waitJS("the commission cell marked as twice", `document.querySelector('tr[data-order="`+id+`"] td[data-effect="commission"]').classList.contains("twice")`)
-	b.screenshot("lab-guard-off.png")
+	b.screenshot("lab-guard-off.png", `window.scrollTo(0, 0)`)
+	b.screenshot("lab-controls.png", `document.getElementById("providers").scrollIntoView()`)
 
 	b.do(chromedp.Click(chromedp.ID("guard-ledger-key")))
 	b.waitJS("the banner gone with the guard back on", `document.getElementById("banner").hidden`)
@@ -121,7 +122,7 @@ func (b *browser) text(js string) string {
 // waitJS polls the boolean expression js in the page until it holds.
 func (b *browser) waitJS(what, js string) {
 	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // the whole suite may be running on two cores
 	for time.Now().Before(deadline) {
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
 		if err == nil && ok {
@@ -129,7 +130,7 @@ func (b *browser) waitJS(what, js string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	b.t.Fatalf("%s: not on the page within 30s; page: %s", what, b.state())
+	b.t.Fatalf("%s: not on the page within 60s; page: %s", what, b.state())
 }
 
 // waitCounts waits until the order's row shows exactly these executions and
@@ -159,13 +160,14 @@ func (b *browser) state() string {
 	return s
 }
 
-// screenshot writes the page to docs/images/name when LAB_SCREENSHOTS=1.
-func (b *browser) screenshot(name string) {
+// screenshot writes the page, scrolled by the expression scroll, to
+// docs/images/name when LAB_SCREENSHOTS=1.
+func (b *browser) screenshot(name, scroll string) {
 	b.t.Helper()
 	if os.Getenv("LAB_SCREENSHOTS") != "1" {
 		return
 	}
-	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	b.do(chromedp.Evaluate[chromedp.Void](scroll))
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
