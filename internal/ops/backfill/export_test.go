@@ -1,0 +1,4 @@
+package backfill
+
+// Enqueue is enqueue, for BenchmarkBackfillChunk.
+var Enqueue = enqueue
