@@ -25,6 +25,7 @@ func runSoak(e env) error {
 	brokerName := fs.String("broker", config.BrokerNATS, "nats (a private nats-server the soak restarts), postgres or amqp")
 	orders := fs.Int("orders", 10_000, "orders to pay")
 	duplicates := fs.Float64("duplicates", 0.3, "share of orders whose webhook is delivered twice (0 to 1)")
+	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
 	workers := fs.Int("workers", 2, "worker processes kept running")
 	rate := fs.Float64("rate", 200, "webhooks per second")
 	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often")
@@ -68,7 +69,7 @@ func runSoak(e env) error {
 	}
 	rep, err := soak.Run(e.ctx, soak.Config{
 		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL,
-		Orders: *orders, Duplicates: *duplicates, Workers: *workers, Without: *withoutList, Rate: *rate,
+		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, Workers: *workers, Without: *withoutList, Rate: *rate,
 		KillEvery: *killEvery, RestartEvery: *restartEvery,
 		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
 		SettleTimeout: *settle, LogDir: *logDir, Keep: *keep, KeepOnFailure: true, Progress: e.stderr,

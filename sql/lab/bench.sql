@@ -60,3 +60,21 @@ SELECT count(*) FROM executions WHERE handler = sqlc.arg(handler)::text;
 -- The newest execution log id: a cheap progress hint (an index lookup)
 -- while a million executions are written; BenchExecutionCount confirms.
 SELECT coalesce(max(id), 0)::bigint FROM executions;
+
+-- name: SoakSeedItems :execrows
+-- Gives each of the orders one unit of sku: the soak's stock-limited SKU.
+INSERT INTO order_items (order_id, sku, quantity)
+SELECT id, sqlc.arg(sku)::text, 1 FROM unnest(sqlc.arg(order_ids)::uuid[]) AS id;
+
+-- name: SoakStock :one
+-- A SKU's counter and what its live reservations hold, for the soak's
+-- invariant: initial = available + held, and available never below 0.
+SELECT s.available::bigint AS available,
+       coalesce((SELECT sum(r.quantity) FROM stock_reservations r WHERE r.sku = s.sku AND r.released_at IS NULL), 0)::bigint AS held,
+       (SELECT count(*) FROM stock_reservations r WHERE r.sku = s.sku AND r.released_at IS NOT NULL)::bigint AS released
+FROM stock s WHERE s.sku = sqlc.arg(sku)::text;
+
+-- name: SoakLedgerSums :many
+-- The sum of each order's ledger entries, for the given orders.
+SELECT o.id, coalesce((SELECT sum(l.amount_cents) FROM ledger_entries l WHERE l.order_id = o.id), 0)::bigint AS cents
+FROM unnest(sqlc.arg(order_ids)::uuid[]) AS o(id);

@@ -29,6 +29,8 @@ type Order struct {
 type Delivery struct {
 	Order   Order
 	EventID string
+	// Type is the event's type; "" is payment.succeeded.
+	Type string
 }
 
 // LoadConfig says how to deliver the webhooks.
@@ -109,7 +111,7 @@ func Send(ctx context.Context, cfg LoadConfig, deliveries []Delivery) (LoadResul
 // secret, unknown order) and ends the run, and so do two minutes of refusals.
 func deliver(ctx context.Context, client *http.Client, cfg LoadConfig, d Delivery) (int, error) {
 	body, err := json.Marshal(map[string]any{
-		"id": d.EventID, "type": webhook.EventPaymentSucceeded,
+		"id": d.EventID, "type": cmp.Or(d.Type, webhook.EventPaymentSucceeded),
 		"data": map[string]any{"order_id": d.Order.ID, "amount_cents": d.Order.AmountCents},
 	})
 	if err != nil {

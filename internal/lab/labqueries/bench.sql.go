@@ -189,3 +189,75 @@ func (q *Queries) BenchSeedWebhookInbox(ctx context.Context, count int32) (int64
 	}
 	return result.RowsAffected(), nil
 }
+
+const soakLedgerSums = `-- name: SoakLedgerSums :many
+SELECT o.id, coalesce((SELECT sum(l.amount_cents) FROM ledger_entries l WHERE l.order_id = o.id), 0)::bigint AS cents
+FROM unnest($1::uuid[]) AS o(id)
+`
+
+type SoakLedgerSumsRow struct {
+	ID    interface{} `json:"id"`
+	Cents int64       `json:"cents"`
+}
+
+// The sum of each order's ledger entries, for the given orders.
+func (q *Queries) SoakLedgerSums(ctx context.Context, orderIds []uuid.UUID) ([]SoakLedgerSumsRow, error) {
+	rows, err := q.db.Query(ctx, soakLedgerSums, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SoakLedgerSumsRow{}
+	for rows.Next() {
+		var i SoakLedgerSumsRow
+		if err := rows.Scan(&i.ID, &i.Cents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const soakSeedItems = `-- name: SoakSeedItems :execrows
+INSERT INTO order_items (order_id, sku, quantity)
+SELECT id, $1::text, 1 FROM unnest($2::uuid[]) AS id
+`
+
+type SoakSeedItemsParams struct {
+	Sku      string      `json:"sku"`
+	OrderIds []uuid.UUID `json:"order_ids"`
+}
+
+// Gives each of the orders one unit of sku: the soak's stock-limited SKU.
+func (q *Queries) SoakSeedItems(ctx context.Context, arg SoakSeedItemsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, soakSeedItems, arg.Sku, arg.OrderIds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const soakStock = `-- name: SoakStock :one
+SELECT s.available::bigint AS available,
+       coalesce((SELECT sum(r.quantity) FROM stock_reservations r WHERE r.sku = s.sku AND r.released_at IS NULL), 0)::bigint AS held,
+       (SELECT count(*) FROM stock_reservations r WHERE r.sku = s.sku AND r.released_at IS NOT NULL)::bigint AS released
+FROM stock s WHERE s.sku = $1::text
+`
+
+type SoakStockRow struct {
+	Available int64 `json:"available"`
+	Held      int64 `json:"held"`
+	Released  int64 `json:"released"`
+}
+
+// A SKU's counter and what its live reservations hold, for the soak's
+// invariant: initial = available + held, and available never below 0.
+func (q *Queries) SoakStock(ctx context.Context, sku string) (SoakStockRow, error) {
+	row := q.db.QueryRow(ctx, soakStock, sku)
+	var i SoakStockRow
+	err := row.Scan(&i.Available, &i.Held, &i.Released)
+	return i, err
+}

@@ -11,8 +11,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/orderpaid/orderpaid/internal/lab/bench"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
 // Config is one soak. Zero values take the documented defaults.
@@ -30,6 +36,12 @@ type Config struct {
 	// (default 0.3): half of them the same event again, half a second
 	// event for the same payment.
 	Duplicates float64
+	// Refunds is the share of orders the provider also reports refunded
+	// (default 0.1): a payment.refunded shuffled in with the payments, so
+	// that some arrive before the payment they reverse, half of them
+	// delivered twice. Every third order holds one unit of a stock-limited
+	// SKU (stockSKU), so that reservations and releases run under the load.
+	Refunds float64
 	// Workers is the number of worker processes kept running (default 2).
 	Workers int
 	// Without switches guards off (--without on api and workers), to watch
@@ -61,6 +73,9 @@ func (c Config) withDefaults() Config {
 	c.Orders = cmp.Or(c.Orders, 10_000)
 	if c.Duplicates == 0 {
 		c.Duplicates = 0.3
+	}
+	if c.Refunds == 0 {
+		c.Refunds = 0.1
 	}
 	c.Workers = cmp.Or(c.Workers, 2)
 	c.Rate = cmp.Or(c.Rate, 200)
@@ -109,6 +124,10 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
+	mix, err := seedStock(ctx, d.Pool, orders, cfg.Refunds)
+	if err != nil {
+		return rep, err
+	}
 	if err := d.Settle(ctx, "orders"); err != nil {
 		logf("warning: %v", err)
 	}
@@ -134,9 +153,10 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	in.stack = stack
 
 	deliveries, redelivered, second := withDuplicates(orders, prefix, cfg.Duplicates)
+	deliveries = withRefunds(deliveries, mix, prefix)
 	rep = Report{Config: cfg, Database: d.Name, Deliveries: len(deliveries), Redelivered: redelivered, SecondEvents: second}
-	logf("%d orders, %d webhook deliveries (%d redeliveries, %d second events) at %.0f/s; %d workers; logs in %s",
-		len(orders), len(deliveries), redelivered, second, cfg.Rate, cfg.Workers, cfg.LogDir)
+	logf("%d orders (%d hold a unit of %s, %d refunded), %d webhook deliveries (%d redeliveries, %d second events) at %.0f/s; %d workers; logs in %s",
+		len(orders), len(mix.stocked), stockSKU, len(mix.refunded), len(deliveries), redelivered, second, cfg.Rate, cfg.Workers, cfg.LogDir)
 
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	faultsDone := make(chan struct{})
@@ -156,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	logf("load delivered in %s (%d refused and retried); waiting for the flow to settle", rep.LoadTime.Round(time.Millisecond), load.Retries)
 
 	settleStart := time.Now()
-	rep.Checks, rep.Executions, err = waitSettled(ctx, d.Pool, stack.Fakes, orders, cfg.SettleTimeout)
+	rep.Checks, rep.Executions, err = waitSettled(ctx, d.Pool, stack.Fakes, orders, mix, cfg.SettleTimeout)
 	rep.SettleTime = time.Since(settleStart)
 	return rep, err
 }
@@ -179,4 +199,68 @@ func withDuplicates(orders []bench.Order, runID string, dup float64) (out []benc
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out, redelivered, second
+}
+
+// stockSKU is the soak's stock-limited SKU.
+const stockSKU = "soak-sku"
+
+// mix says which orders hold a unit of stockSKU and which are refunded.
+type mix struct {
+	initial  int64
+	stocked  map[uuid.UUID]bool
+	refunded map[uuid.UUID]bool
+}
+
+// seedStock gives every third order one unit of stockSKU, sets its stock to
+// exactly what they need (a limit the flow must never pass: no unit to
+// spare) and picks the share refunds of the orders to refund, spread over
+// stocked and other orders alike.
+func seedStock(ctx context.Context, pool *pgxpool.Pool, orders []bench.Order, refunds float64) (mix, error) {
+	m := mix{stocked: map[uuid.UUID]bool{}, refunded: map[uuid.UUID]bool{}}
+	var ids []uuid.UUID
+	for i, o := range orders {
+		if i%3 == 0 {
+			ids = append(ids, o.ID)
+			m.stocked[o.ID] = true
+		}
+	}
+	m.initial = int64(len(ids))
+	if _, err := queries.New(pool).StockSet(ctx, queries.StockSetParams{Sku: stockSKU, Available: int32(m.initial)}); err != nil {
+		return m, fmt.Errorf("set the stock of %s: %w", stockSKU, err)
+	}
+	if _, err := labqueries.New(pool).SoakSeedItems(ctx, labqueries.SoakSeedItemsParams{Sku: stockSKU, OrderIds: ids}); err != nil {
+		return m, fmt.Errorf("give %d orders a unit of %s: %w", len(ids), stockSKU, err)
+	}
+	every := 0
+	if refunds > 0 {
+		every = max(int(1/refunds), 1)
+	}
+	for i, o := range orders {
+		if every > 0 && i%every == 1%every {
+			m.refunded[o.ID] = true
+		}
+	}
+	return m, nil
+}
+
+// withRefunds adds a payment.refunded for every refunded order of m, half
+// of them twice (a redelivery), and shuffles them in with deliveries: a
+// refund may come before the payment it reverses.
+func withRefunds(deliveries []bench.Delivery, m mix, runID string) []bench.Delivery {
+	i := 0
+	seen := map[uuid.UUID]bool{}
+	for _, d := range deliveries {
+		if !m.refunded[d.Order.ID] || seen[d.Order.ID] {
+			continue
+		}
+		seen[d.Order.ID] = true
+		r := bench.Delivery{Order: d.Order, EventID: fmt.Sprintf("evt_%s_%d_refund", runID, i), Type: webhook.EventPaymentRefunded}
+		deliveries = append(deliveries, r)
+		if i%2 == 0 {
+			deliveries = append(deliveries, r)
+		}
+		i++
+	}
+	rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	return deliveries
 }

@@ -104,6 +104,12 @@ func TestSoakCatchesADoubleCommission(t *testing.T) {
 		t.Fatalf("the soak passed with the ledger key off:\n%s", out.String())
 	}
 	for _, c := range rep.Checks {
+		if strings.HasPrefix(c.Name, "refunded orders:") {
+			// A refunded order whose two payment events both came before
+			// its refund has two commissions and one reversal: these fail
+			// too, or not, as the shuffle ordered the events.
+			continue
+		}
 		wantOK := c.Name != "one commission each" && c.Name != "sum of commissions exact"
 		if c.OK != wantOK {
 			t.Errorf("check %q: ok=%v, want %v (%s)", c.Name, c.OK, wantOK, c.Detail)
