@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -107,24 +110,37 @@ type labTimeline struct {
 // handleLabTimeline is what happened to one order, oldest first: the webhook
 // events the inbox accepted and each delivery attempt of them (from the fake
 // gateway's log), every consumer run with each guard's answer, the calls to
-// the providers and the order's messages in the poison queue.
+// the providers (charges, refunds, notifications) and the order's messages in
+// the poison queue.
 func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	id, err := orderID(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	o, err := order.Get(ctx, s.q, id)
+	o, err := order.Get(r.Context(), s.q, id)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
 	tl := labTimeline{Order: o, Events: []labEvent{}, Notes: []string{}}
-	webhooks, err := s.q.LabOrderWebhooks(ctx, id)
+	for _, part := range []func(*http.Request, uuid.UUID, *labTimeline) error{s.labWebhookEvents, s.labRunEvents, s.labProviderEvents} {
+		if err := part(r, id, &tl); err != nil {
+			s.problem(w, r, fmt.Errorf("lab: timeline of %s: %w", id, err))
+			return
+		}
+	}
+	slices.SortStableFunc(tl.Events, func(a, b labEvent) int { return a.At.Compare(b.At) })
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, tl)
+}
+
+// labWebhookEvents adds the order's webhook inbox rows and their delivery
+// attempts.
+func (s *server) labWebhookEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	webhooks, err := s.q.LabOrderWebhooks(r.Context(), id)
 	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: webhooks of %s: %w", id, err))
-		return
+		return fmt.Errorf("webhooks: %w", err)
 	}
 	events := map[string]bool{}
 	for _, wh := range webhooks {
@@ -133,48 +149,22 @@ func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
 			Title: "webhook inbox: " + wh.EventType + " accepted", Detail: "event " + wh.EventID})
 	}
 	tl.Events = append(tl.Events, s.labDeliveries(r, events, &tl.Notes)...)
+	return nil
+}
 
-	execs, err := s.q.LabOrderExecutions(ctx, id)
+// labRunEvents adds every handler run of the order and its poison messages.
+func (s *server) labRunEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	execs, err := s.q.LabOrderExecutions(r.Context(), id)
 	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: executions of %s: %w", id, err))
-		return
+		return fmt.Errorf("executions: %w", err)
 	}
 	for _, e := range execs {
 		tl.Events = append(tl.Events, labEvent{At: e.CreatedAt, Kind: "execution", Title: e.Handler + " ran",
 			Detail: "message " + e.MessageID, MessageID: e.MessageID, Outcomes: e.Outcomes, Error: e.Error.String})
 	}
-	calls, err := s.q.LabOrderGatewayCalls(ctx, id)
+	poisoned, err := s.q.LabOrderPoison(r.Context(), id.String())
 	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: gateway calls of %s: %w", id, err))
-		return
-	}
-	for _, c := range calls {
-		title := fmt.Sprintf("gateway POST /charges: %d", c.Status)
-		if c.ChargeID.Valid {
-			title += " " + c.ChargeID.String
-		}
-		if c.Replayed {
-			title += " (replayed answer: no new charge)"
-		}
-		tl.Events = append(tl.Events, labEvent{At: c.CreatedAt, Kind: "gateway", Title: title, Detail: "Idempotency-Key " + c.GatewayKey})
-	}
-	sent, err := s.q.LabOrderNotifications(ctx, id)
-	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: notifications of %s: %w", id, err))
-		return
-	}
-	for _, n := range sent {
-		title := "provider POST /notifications: " + n.ProviderNotificationID
-		if n.Replayed {
-			title += " (replayed answer: nothing sent)"
-		}
-		tl.Events = append(tl.Events, labEvent{At: n.CreatedAt, Kind: "notification", Title: title,
-			Detail: "Idempotency-Key " + n.IdempotencyKey, MessageID: n.MessageID})
-	}
-	poisoned, err := s.q.LabOrderPoison(ctx, id.String())
-	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: poison queue of %s: %w", id, err))
-		return
+		return fmt.Errorf("poison queue: %w", err)
 	}
 	for _, p := range poisoned {
 		title := "poison queue: " + p.Topic + " (" + p.Handler + ")"
@@ -183,9 +173,52 @@ func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
 		}
 		tl.Events = append(tl.Events, labEvent{At: p.CreatedAt, Kind: "poison", Title: title, Detail: p.Reason, MessageID: p.MessageID})
 	}
-	slices.SortStableFunc(tl.Events, func(a, b labEvent) int { return a.At.Compare(b.At) })
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, tl)
+	return nil
+}
+
+// labProviderEvents adds the service's record of its provider calls: the
+// gateway's charges and refunds, the notifications.
+func (s *server) labProviderEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	charges, err := s.q.LabOrderGatewayCalls(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("gateway calls: %w", err)
+	}
+	for _, c := range charges {
+		tl.Events = append(tl.Events, gatewayCall(c.CreatedAt, "charges", c.Status, c.ChargeID, c.Replayed, c.GatewayKey))
+	}
+	refunds, err := s.q.LabOrderRefundCalls(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("refund calls: %w", err)
+	}
+	for _, c := range refunds {
+		tl.Events = append(tl.Events, gatewayCall(c.CreatedAt, "refunds", c.Status, c.RefundID, c.Replayed, c.GatewayKey))
+	}
+	sent, err := s.q.LabOrderNotifications(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
+	for _, n := range sent {
+		title := "provider POST /notifications (" + n.Template + "): " + n.ProviderNotificationID
+		if n.Replayed {
+			title += " (replayed answer: nothing sent)"
+		}
+		tl.Events = append(tl.Events, labEvent{At: n.CreatedAt, Kind: "notification", Title: title,
+			Detail: "Idempotency-Key " + n.IdempotencyKey, MessageID: n.MessageID})
+	}
+	return nil
+}
+
+// gatewayCall is one recorded call to the gateway's POST /charges or
+// POST /refunds.
+func gatewayCall(at time.Time, endpoint string, status int32, gatewayID pgtype.Text, replayed bool, key string) labEvent {
+	title := fmt.Sprintf("gateway POST /%s: %d", endpoint, status)
+	if gatewayID.Valid {
+		title += " " + gatewayID.String
+	}
+	if replayed {
+		title += " (replayed answer: nothing new)"
+	}
+	return labEvent{At: at, Kind: "gateway", Title: title, Detail: "Idempotency-Key " + key}
 }
 
 // labDeliveries are the fake gateway's delivery attempts of the events

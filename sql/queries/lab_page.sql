@@ -37,9 +37,17 @@ FROM gateway_charge_calls
 WHERE order_id = sqlc.arg(order_id)::uuid
 ORDER BY id;
 
+-- name: LabOrderRefundCalls :many
+-- The service's record of its refund calls to the payment gateway.
+SELECT id, gateway_key, status, refund_id, replayed, created_at
+FROM gateway_refund_calls
+WHERE order_id = sqlc.arg(order_id)::uuid
+ORDER BY id;
+
 -- name: LabOrderNotifications :many
--- The service's record of its calls to the notification provider.
-SELECT id, message_id, idempotency_key, provider_notification_id, replayed, created_at
+-- The service's record of its calls to the notification provider, with the
+-- template sent (order_confirmed, order_refunded).
+SELECT id, message_id, idempotency_key, provider_notification_id, template, replayed, created_at
 FROM notification_log
 WHERE order_id = sqlc.arg(order_id)::uuid
 ORDER BY id;

@@ -121,7 +121,7 @@ func (q *Queries) LabOrderGatewayCalls(ctx context.Context, orderID uuid.UUID) (
 }
 
 const labOrderNotifications = `-- name: LabOrderNotifications :many
-SELECT id, message_id, idempotency_key, provider_notification_id, replayed, created_at
+SELECT id, message_id, idempotency_key, provider_notification_id, template, replayed, created_at
 FROM notification_log
 WHERE order_id = $1::uuid
 ORDER BY id
@@ -132,11 +132,13 @@ type LabOrderNotificationsRow struct {
 	MessageID              string    `json:"message_id"`
 	IdempotencyKey         string    `json:"idempotency_key"`
 	ProviderNotificationID string    `json:"provider_notification_id"`
+	Template               string    `json:"template"`
 	Replayed               bool      `json:"replayed"`
 	CreatedAt              time.Time `json:"created_at"`
 }
 
-// The service's record of its calls to the notification provider.
+// The service's record of its calls to the notification provider, with the
+// template sent (order_confirmed, order_refunded).
 func (q *Queries) LabOrderNotifications(ctx context.Context, orderID uuid.UUID) ([]LabOrderNotificationsRow, error) {
 	rows, err := q.db.Query(ctx, labOrderNotifications, orderID)
 	if err != nil {
@@ -151,6 +153,7 @@ func (q *Queries) LabOrderNotifications(ctx context.Context, orderID uuid.UUID) 
 			&i.MessageID,
 			&i.IdempotencyKey,
 			&i.ProviderNotificationID,
+			&i.Template,
 			&i.Replayed,
 			&i.CreatedAt,
 		); err != nil {
@@ -199,6 +202,50 @@ func (q *Queries) LabOrderPoison(ctx context.Context, orderID string) ([]LabOrde
 			&i.Reason,
 			&i.CreatedAt,
 			&i.ReprocessedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const labOrderRefundCalls = `-- name: LabOrderRefundCalls :many
+SELECT id, gateway_key, status, refund_id, replayed, created_at
+FROM gateway_refund_calls
+WHERE order_id = $1::uuid
+ORDER BY id
+`
+
+type LabOrderRefundCallsRow struct {
+	ID         int64       `json:"id"`
+	GatewayKey string      `json:"gateway_key"`
+	Status     int32       `json:"status"`
+	RefundID   pgtype.Text `json:"refund_id"`
+	Replayed   bool        `json:"replayed"`
+	CreatedAt  time.Time   `json:"created_at"`
+}
+
+// The service's record of its refund calls to the payment gateway.
+func (q *Queries) LabOrderRefundCalls(ctx context.Context, orderID uuid.UUID) ([]LabOrderRefundCallsRow, error) {
+	rows, err := q.db.Query(ctx, labOrderRefundCalls, orderID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LabOrderRefundCallsRow{}
+	for rows.Next() {
+		var i LabOrderRefundCallsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.GatewayKey,
+			&i.Status,
+			&i.RefundID,
+			&i.Replayed,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
