@@ -32,6 +32,7 @@ func Catalogue() []*Scenario {
 		jobReenqueued(),
 		reprocessOperator(),
 		backfillTwice(),
+		backfillRefunded(),
 		executionDedupe(),
 	}
 }

@@ -360,3 +360,38 @@ func (s *Stage) logStatus(ctx context.Context, id uuid.UUID) error {
 	s.Logf("order %s ends %s", id, o.Status)
 	return nil
 }
+
+func backfillRefunded() *Scenario {
+	return &Scenario{
+		Name: "backfill-refunded",
+		Summary: "two orders are paid and one of them refunded; an operator then runs the backfill of order_paid " +
+			"twice over the period: it re-sends the paid order only, and nothing of the refunded one comes back",
+		Repeated: "backfill run twice over a paid and a refunded order",
+		Orders:   2,
+		Protected: Expect{Checks: with(once(2, eq(ExecOrderPaid, 4), eq(StockReserved, 2), eq(Refunds, 1),
+			eq(Refunded, 1), eq(StockReleased, 1), eq(Reversed, 1), eq(RefundNotices, 1)))},
+		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 4 },
+		Run: func(ctx context.Context, s *Stage) error {
+			from := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+			id, _, _, err := refundedOrder(ctx, s)
+			if err != nil {
+				return err
+			}
+			if _, _, err := s.PaidOrder(ctx, map[string]any{"sku": "sku-1", "quantity": 2}); err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the second order confirmed", 30*time.Second, func(c Counts) bool { return c.Delivered >= 2 }); err != nil {
+				return err
+			}
+			for range 2 {
+				if _, err := s.Command(ctx, "backfill", "--from", from); err != nil {
+					return err
+				}
+			}
+			if _, err := s.WaitFor(ctx, "the backfill handled", 30*time.Second, func(c Counts) bool { return c.ExecOrderPaid >= 4 }); err != nil {
+				return err
+			}
+			return s.logStatus(ctx, id)
+		},
+	}
+}
