@@ -84,6 +84,9 @@ func serve(e env, name string, p process) error {
 	// reaches the api's and the worker's guards: a dev run of both.
 	if devRun && p.api && p.worker {
 		lv = lv.WithSwitches(levers.NewSwitches())
+		if lv.Faults() == nil {
+			lv = lv.WithFaults(levers.NewFaultSet(crashNow))
+		}
 	}
 
 	g, ctx := errgroup.WithContext(e.ctx)
@@ -274,8 +277,12 @@ func labPage(devRun bool, process, brokerName, fakesURL string, lv levers.Levers
 			process + " process has no worker: start workshop mode with `orderpaid all`, or switch guards off at " +
 			"start with ORDERPAID_DEV=1 and --without NAME on the api and the worker"
 	}
+	var points []string
+	if lv.Switches() != nil { // the worker shares this process: the page may fail it
+		points = faultPoints()
+	}
 	return &httpapi.Lab{
-		Process: process, Broker: brokerName, FakesURL: fakesURL, Levers: lv, GuardsNote: note,
+		Process: process, Broker: brokerName, FakesURL: fakesURL, Levers: lv, GuardsNote: note, FaultPoints: points,
 		Replay: func(ctx context.Context, t httpapi.ReplayTarget, out io.Writer) error {
 			opts := reprocess.Options{Out: out}
 			switch {

@@ -34,6 +34,11 @@ type Lab struct {
 	// otherwise GuardsNote says why it cannot.
 	Levers     levers.Levers
 	GuardsNote string
+	// FaultPoints are the points the page may arm, in error mode, in the
+	// fault set the Levers carry (levers.Levers.Faults): a failure between
+	// two effects, as a crash there leaves it, without ending the process
+	// that serves the page. Empty, or no fault set: the page cannot.
+	FaultPoints []string
 	// Replay runs `orderpaid reprocess` (internal/ops/reprocess, which the
 	// API may not import) for one target, writing its plan and progress to
 	// out.
@@ -80,6 +85,7 @@ func (s *server) labRoutes(r chi.Router) {
 	act.Post("/lab/providers/{provider}", s.handleLabProvider)
 	act.Post("/lab/replay", s.handleLabReplay)
 	act.Post("/lab/guards/{guard}", s.handleLabGuard)
+	act.Post("/lab/faults/{point}", s.handleLabFault)
 }
 
 // labError is a refusal of a lab endpoint, with its status.

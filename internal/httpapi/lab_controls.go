@@ -177,7 +177,7 @@ func (s *server) handleLabGuard(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := json.Marshal(req)
 	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(offNow(s.Lab.Levers), ", "),
-		CLI: curlLine(http.MethodPost, "$API", "/lab/guards/"+name, body) + "   (or restart: orderpaid all --without " + name + ")"})
+		CLI: curlLine(http.MethodPost, "$API_URL", "/lab/guards/"+name, body) + "   (or restart: orderpaid all --without " + name + ")"})
 }
 
 // offNow lists the guards off in lv now, whichever way they were switched.

@@ -27,14 +27,17 @@ const (
 // are not in it: the page reads them from GET /orders/{id}/audit, the
 // audit every curl reads, and draws every key it finds there.
 type labState struct {
-	Process    string                        `json:"process"`
-	Broker     string                        `json:"broker"`
-	FakesURL   string                        `json:"fakes_url"`
-	Guards     []labGuard                    `json:"guards"`
-	Switchable bool                          `json:"switchable"`  // the guards can be switched here
-	GuardsNote string                        `json:"guards_note"` // why not, when they cannot
-	Orders     []queries.LabRecentOrdersRow  `json:"orders"`
-	Poison     []queries.LabPoisonPendingRow `json:"poison"`
+	Process    string     `json:"process"`
+	Broker     string     `json:"broker"`
+	FakesURL   string     `json:"fakes_url"`
+	Guards     []labGuard `json:"guards"`
+	Switchable bool       `json:"switchable"`  // the guards can be switched here
+	GuardsNote string     `json:"guards_note"` // why not, when they cannot
+	// FaultPoints are the points the page may arm here (POST /lab/faults);
+	// empty where it cannot.
+	FaultPoints []string                      `json:"fault_points"`
+	Orders      []queries.LabRecentOrdersRow  `json:"orders"`
+	Poison      []queries.LabPoisonPendingRow `json:"poison"`
 	// Providers holds each fake's current control settings (GET
 	// /control/gateway, /control/notifications), by name.
 	Providers      map[string]json.RawMessage `json:"providers"`
@@ -59,7 +62,10 @@ func (s *server) handleLabState(w http.ResponseWriter, r *http.Request) {
 	st := labState{
 		Process: s.Lab.Process, Broker: s.Lab.Broker, FakesURL: s.Lab.FakesURL,
 		Switchable: lv.Switches() != nil, GuardsNote: s.Lab.GuardsNote,
-		Providers: map[string]json.RawMessage{},
+		Providers: map[string]json.RawMessage{}, FaultPoints: []string{},
+	}
+	if lv.Faults() != nil {
+		st.FaultPoints = append(st.FaultPoints, s.Lab.FaultPoints...)
 	}
 	fixed := strings.Split(lv.GuardsOff(), ",")
 	for _, name := range levers.GuardNames() {

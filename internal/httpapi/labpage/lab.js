@@ -76,12 +76,12 @@ async function createOrder() {
   if ($("affiliate").value) body.affiliate_id = $("affiliate").value;
   const o = await api("POST", "/orders", body);
   select(o.id);
-  return [o, `curl -X POST $API/orders -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`];
+  return [o, `curl -X POST $API_URL/orders -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`];
 }
 
 async function pay(key) {
   const p = await api("POST", `/orders/${selected}/payments`, {}, { "Idempotency-Key": key });
-  return `curl -X POST $API/orders/${selected}/payments -H 'Content-Type: application/json' -H 'Idempotency-Key: ${key}' -d '{}'\n→ ${JSON.stringify(p)}`;
+  return `curl -X POST $API_URL/orders/${selected}/payments -H 'Content-Type: application/json' -H 'Idempotency-Key: ${key}' -d '{}'\n→ ${JSON.stringify(p)}`;
 }
 
 function printDone(d) {
@@ -156,6 +156,25 @@ function drawGuards(st) {
       type: "button", class: "small" + (g.off ? "" : " secondary"), id: "guard-" + g.name,
       disabled: !switchable || g.fixed, onclick: () => switchGuard(g.name, !g.off),
     }, g.off ? "switch on" : "switch off"))));
+}
+
+// drawFaults offers the fault points this process lets the page arm: the
+// worker fails there as a crash there would leave it, and is redelivered.
+function drawFaults(st) {
+  const points = st.fault_points || [];
+  $("faults-note").textContent = points.length
+    ? "Arms a fault point in error mode: the handler stops there as a crash would leave it (what committed stays, the rest has not happened, the message is not acknowledged), and the broker redelivers."
+    : "Only where the page shares a process with the worker (orderpaid all). A separate worker takes --faults POINT=crash:1 at its start, which kills it for real.";
+  const sel = $("fault-point");
+  if (sel.options.length !== points.length) {
+    sel.replaceChildren(...points.map((p) => el("option", { value: p }, p)));
+  }
+  $("arm-fault").disabled = points.length === 0;
+}
+
+function armFault() {
+  const times = Number($("fault-times").value) || 1;
+  act(async () => printDone(await api("POST", `/lab/faults/${$("fault-point").value}`, { times })));
 }
 
 function drawProviders(st) {
@@ -237,6 +256,7 @@ async function refresh() {
   const tl = selected ? await api("GET", `/lab/orders/${selected}/timeline`).catch(() => null) : null;
   drawHeader(st);
   drawGuards(st);
+  drawFaults(st);
   drawProviders(st);
   drawPoison(st);
   drawOrders(st.orders, audits);
@@ -255,5 +275,6 @@ async function loop() {
 }
 
 drawProviderForms();
+$("arm-fault").addEventListener("click", armFault);
 select(selected);
 loop();

@@ -134,6 +134,10 @@ func (l Levers) WithSwitches(s *Switches) Levers {
 // Switches returns l's switch set, nil when it has none.
 func (l Levers) Switches() *Switches { return l.switches }
 
+// Faults returns the fault set l carries (WithFaults), nil when none: the
+// lab page arms its points at run time through it.
+func (l Levers) Faults() *FaultSet { return l.faults }
+
 // Switches is a set of guards switched off at run time, for the lab page of
 // a process started in workshop mode: one set is shared by every part of the
 // process (the api's and the worker's copies of the levers), and it is safe
