@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BatchReader reads one topic of the postgres broker for one consumer group
+// several messages at a time, for a handler that applies a whole batch at
+// once (CONSUMER_BATCH_SIZE > 1). It reads the tables watermill-sql writes,
+// with the same poll (PostgresSchema) and the same position row, so the
+// group's position is one, whichever reads it.
+//
+// A read is one transaction, as watermill-sql's: it locks the group's
+// position (FOR UPDATE SKIP LOCKED: another member holding it means nothing
+// to hand out), reads up to Size messages after it, hands them to the
+// handler, and moves the position past the first done of them, the ones
+// the handler settled (applied, or put in the poison queue). The rest are
+// read again by the next read, in order. A crash before the commit leaves
+// the position where it was: the whole batch comes again, and the guards
+// answer already_applied for what had been applied.
+type BatchReader struct {
+	pool    *pgxpool.Pool
+	topic   string
+	group   string
+	schema  PostgresSchema
+	offsets wsql.DefaultPostgreSQLOffsetsAdapter
+	// started: the group's position row exists (see Read).
+	started bool
+}
+
+// NewBatchReader returns a reader of topic for group, size messages a read.
+// The tables and the group's position row must exist: Broker.Provision
+// creates them.
+func NewBatchReader(pool *pgxpool.Pool, topic, group string, size int) *BatchReader {
+	return &BatchReader{pool: pool, topic: topic, group: group, schema: PostgresSchema{BatchSize: max(size, 1)}}
+}
+
+// Read reads one batch and hands it to handle, which returns how many of the
+// messages, from the first, are settled. It returns how many were read (0:
+// none waiting, or another member holds the position) and how many settled.
+func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Message) (done int)) (read, done int, err error) {
+	if !r.started {
+		// A group starts at offset 0, as watermill-sql's subscriber starts
+		// it: without its row there is no position to lock, or to read after.
+		qs, err := r.offsets.BeforeSubscribingQueries(wsql.BeforeSubscribingQueriesParams{Topic: r.topic, ConsumerGroup: r.group})
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, q := range qs {
+			if _, err := r.pool.Exec(ctx, q.Query, q.Args...); err != nil {
+				return 0, 0, fmt.Errorf("start the position of %s on %s: %w", r.group, r.topic, err)
+			}
+		}
+		r.started = true
+	}
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return 0, 0, fmt.Errorf("read %s as %s: begin: %w", r.topic, r.group, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	q, err := r.schema.SelectQuery(wsql.SelectQueryParams{Topic: r.topic, ConsumerGroup: r.group, OffsetsAdapter: r.offsets})
+	if err != nil {
+		return 0, 0, err
+	}
+	rows, err := tx.Query(ctx, q.Query, q.Args...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read %s as %s: %w", r.topic, r.group, err)
+	}
+	var batch []wsql.Row
+	for rows.Next() {
+		row, err := r.schema.UnmarshalMessage(wsql.UnmarshalMessageParams{Row: rows})
+		if err != nil {
+			rows.Close()
+			return 0, 0, fmt.Errorf("read %s as %s: %w", r.topic, r.group, err)
+		}
+		batch = append(batch, row)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("read %s as %s: %w", r.topic, r.group, err)
+	}
+	if len(batch) == 0 {
+		return 0, 0, tx.Commit(ctx)
+	}
+	msgs := make([]*message.Message, len(batch))
+	for i, row := range batch {
+		msgs[i] = row.Msg
+	}
+	done = min(max(handle(msgs), 0), len(batch))
+	if done > 0 {
+		ack, err := r.offsets.AckMessageQuery(wsql.AckMessageQueryParams{
+			Topic: r.topic, LastRow: batch[done-1], Rows: batch[:done], ConsumerGroup: r.group,
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		// The handler's own transactions have committed; the position
+		// commits now, on a context that outlives a shutdown in between.
+		if _, err := tx.Exec(context.WithoutCancel(ctx), ack.Query, ack.Args...); err != nil {
+			return 0, 0, fmt.Errorf("move the position of %s past %d message(s): %w", r.group, done, err)
+		}
+	}
+	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return 0, 0, fmt.Errorf("commit the position of %s: %w", r.group, err)
+	}
+	return len(batch), done, nil
+}
