@@ -1,0 +1,106 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/poison"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// BatchLoop consumes one topic of the postgres broker a batch at a time
+// (CONSUMER_BATCH_SIZE > 1), with the failure policy of the router
+// (NewRouter) applied to each message of a batch:
+//
+//   - a message its handler settled (nil) is done;
+//   - a permanent failure goes to the poison queue alone, with its reason,
+//     and is done too: it never holds up the rest of its batch;
+//   - a transient failure stops the batch there: the position moves past
+//     the messages before it only, and the next read, after a backoff,
+//     starts with it. The ones after it were applied already, or not: when
+//     they come again their guards answer, as after any redelivery.
+//
+// Order per order holds: messages are handed to the handler in the order
+// the topic holds them, and none is settled past an unsettled one.
+type BatchLoop struct {
+	Reader *broker.BatchReader
+	// Topic and Group name what is read, for the poison queue's record.
+	Topic, Group string
+	// Handle applies a batch and answers for each message, in order.
+	Handle func(msgs []*message.Message) []error
+	Poison *poison.Store
+	Logger *slog.Logger
+	// Poll is the wait after an empty read (default 100ms); Backoff the
+	// first wait after a transient failure (default 100ms, doubling to 2s).
+	Poll, Backoff time.Duration
+}
+
+// Run reads and handles batches until ctx ends. A batch in flight when ctx
+// ends is finished, its position moved: stopping never cuts one in half.
+func (l *BatchLoop) Run(ctx context.Context) error {
+	poll := cmp.Or(l.Poll, 100*time.Millisecond)
+	first := cmp.Or(l.Backoff, 100*time.Millisecond)
+	backoff := first
+	for ctx.Err() == nil {
+		read, done, err := l.Reader.Read(context.WithoutCancel(ctx), l.settle)
+		wait := time.Duration(0)
+		switch {
+		case err != nil:
+			l.Logger.WarnContext(ctx, "batch read failed; retrying", "topic", l.Topic, "group", l.Group, "err", err)
+			wait = backoff
+		case read == 0:
+			wait = poll
+		case done < read:
+			wait = backoff // a transient failure: the same message first, later
+		}
+		if wait == 0 {
+			backoff = first
+			continue
+		}
+		if wait == backoff {
+			backoff = min(backoff*2, 2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+// settle hands msgs to the handler and returns how many, from the first,
+// are done: applied, or in the poison queue.
+func (l *BatchLoop) settle(msgs []*message.Message) int {
+	for _, m := range msgs {
+		m.SetContext(telemetry.ExtractMessage(context.Background(), m))
+	}
+	errs := l.Handle(msgs)
+	for i := range msgs {
+		if i >= len(errs) {
+			return i // no answer for it: not settled
+		}
+		err := errs[i]
+		if err == nil {
+			continue
+		}
+		if !IsPermanent(err) {
+			return i
+		}
+		p := msgs[i].Copy()
+		p.SetContext(msgs[i].Context())
+		p.Metadata.Set(middleware.ReasonForPoisonedKey, err.Error())
+		p.Metadata.Set(middleware.PoisonedTopicKey, l.Topic)
+		p.Metadata.Set(middleware.PoisonedHandlerKey, l.Group)
+		if perr := l.Poison.Publish(poison.Topic, p); perr != nil {
+			l.Logger.Error("poison queue write failed; the message will be read again", "message_id", p.UUID, "err", perr)
+			return i
+		}
+	}
+	return len(msgs)
+}

@@ -1,0 +1,116 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/poison"
+)
+
+// The batch loop applies the router's failure policy to each message of a
+// batch: a permanent failure goes to the poison queue alone and the batch
+// goes on; a transient one stops the batch there, and the next read starts
+// with it, so nothing is settled past an unsettled message.
+func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
+	t.Parallel()
+	const topic, group = "bulk", "bulk_group"
+	pool, _ := pgtest.NewDatabase(t)
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Provision(topic, group); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 6 {
+		m := message.NewMessage(fmt.Sprintf("msg-%d", i), []byte(`{}`))
+		ids = append(ids, m.UUID)
+		if err := b.Publisher.Publish(topic, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var mu sync.Mutex
+	var seen [][]string
+	failedOnce := false
+	handle := func(msgs []*message.Message) []error {
+		mu.Lock()
+		defer mu.Unlock()
+		var batch []string
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			batch = append(batch, m.UUID)
+			switch {
+			case m.UUID == "msg-1":
+				errs[i] = consumer.Permanent(errors.New("unknown order"))
+			case m.UUID == "msg-3" && !failedOnce:
+				failedOnce = true
+				errs[i] = errors.New("database restarting")
+			}
+		}
+		seen = append(seen, batch)
+		return errs
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	loop := &consumer.BatchLoop{
+		Reader: broker.NewBatchReader(pool, topic, group, 10), Topic: topic, Group: group, Handle: handle,
+		Poison: poison.NewStore(queries.New(pool)), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Poll: 10 * time.Millisecond, Backoff: 10 * time.Millisecond,
+	}
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // a third read would show here
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := [][]string{ids, ids[3:]} // the whole batch, then from the transient failure on
+	if len(seen) != 2 || !slices.Equal(seen[0], want[0]) || !slices.Equal(seen[1], want[1]) {
+		t.Fatalf("batches handled %v, want %v", seen, want)
+	}
+	var poisoned []string
+	rows, err := pool.Query(context.Background(), `SELECT message_id FROM poison_messages ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		poisoned = append(poisoned, id)
+	}
+	if !slices.Equal(poisoned, []string{"msg-1"}) {
+		t.Errorf("poison queue holds %v, want [msg-1] once", poisoned)
+	}
+}
