@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -29,6 +30,9 @@ type RouterConfig struct {
 	Outer []message.HandlerMiddleware
 	// Inner middlewares run inside the retries, right around the handler.
 	Inner []message.HandlerMiddleware
+	// Skip lists topics the router does not subscribe: the worker reads
+	// them in batches instead (BatchLoop).
+	Skip []string
 }
 
 // NewRouter subscribes both consumers on b, behind the failure policy:
@@ -69,6 +73,9 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 	)
 	r.AddMiddleware(cfg.Inner...)
 	for _, s := range Subscriptions() {
+		if slices.Contains(cfg.Skip, s.Topic) {
+			continue
+		}
 		sub, err := b.Subscriber(s.Group)
 		if err != nil {
 			return nil, err

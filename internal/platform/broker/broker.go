@@ -20,6 +20,10 @@ type Broker struct {
 	Publisher message.Publisher
 
 	newSubscriber func(consumerGroup string) (message.Subscriber, error)
+	// pool is the postgres broker's database (nil on the others); prefix
+	// is BROKER_PREFIX. A BatchReader needs both.
+	pool   *pgxpool.Pool
+	prefix string
 	ping          func(ctx context.Context) error
 	closers       []func() error
 

@@ -26,6 +26,7 @@ func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, e
 	return &Broker{
 		Name:      "postgres",
 		Publisher: pub,
+		pool:      pool,
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return NewPostgresSubscriber(pool, PostgresSubscriberConfig{ConsumerGroup: group}, logger)
 		},

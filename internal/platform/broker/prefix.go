@@ -12,6 +12,7 @@ import (
 // without consuming each other's messages. The application keeps using the
 // plain topic names; only the broker sees the prefixed ones.
 func (b *Broker) withPrefix(prefix string) {
+	b.prefix = prefix
 	b.Publisher = prefixedPublisher{prefix: prefix, Publisher: b.Publisher}
 	newSubscriber := b.newSubscriber
 	b.newSubscriber = func(group string) (message.Subscriber, error) {
