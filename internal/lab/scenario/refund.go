@@ -74,7 +74,7 @@ func refundRedelivered() *Scenario {
 				Checks: refundOnce(atLeast(StockReleased, 2)),
 			},
 			guardLedgerKey: {
-				Damage: "the commission was reversed twice (our refund and the provider's event are two messages): the affiliate owes it",
+				Damage: "the commission was reversed again by every new message (our refund, then each provider event): the affiliate owes it",
 				Checks: refundOnce(atLeast(Reversed, 2)),
 			},
 		},
