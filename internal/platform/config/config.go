@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -50,12 +51,24 @@ type Config struct {
 
 	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+
+	// ConsumerBatchSize is how many messages a consumer may apply in one
+	// transaction (CONSUMER_BATCH_SIZE, 1..MaxConsumerBatchSize, default 1:
+	// one message per transaction, the per-message path).
+	ConsumerBatchSize int
 }
+
+// MaxConsumerBatchSize bounds CONSUMER_BATCH_SIZE: a batch is held in
+// memory and locks its orders until its transaction ends.
+const MaxConsumerBatchSize = 1000
 
 var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 
 // Variables lists every environment variable Load reads (OTEL_* are read by
 // the OpenTelemetry SDK itself). The compose file test checks against it.
+// CONSUMER_BATCH_SIZE is read but not listed yet: nothing uses it until the
+// worker's delivery layer does, and it joins this list together with its
+// README row then.
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
 	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
@@ -89,6 +102,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if err != nil || cfg.ShutdownTimeout <= 0 {
 		return Config{}, fmt.Errorf("SHUTDOWN_TIMEOUT=%q: want a positive duration such as 15s", getenv("SHUTDOWN_TIMEOUT"))
 	}
+	if cfg.ConsumerBatchSize, err = batchSize(getenv("CONSUMER_BATCH_SIZE")); err != nil {
+		return Config{}, err
+	}
 	switch cfg.Broker {
 	case BrokerPostgres, BrokerAMQP, BrokerNATS:
 	default:
@@ -109,6 +125,18 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// batchSize parses CONSUMER_BATCH_SIZE: empty is 1.
+func batchSize(v string) (int, error) {
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxConsumerBatchSize {
+		return 0, fmt.Errorf("CONSUMER_BATCH_SIZE=%q: want a whole number from 1 to %d (1, the default, is one message per transaction)", v, MaxConsumerBatchSize)
+	}
+	return n, nil
 }
 
 // Kinds of webhook secret, as WebhookSecretFor reports them (for the log: the

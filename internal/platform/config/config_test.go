@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,6 +37,36 @@ func TestLoad(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Load error = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// CONSUMER_BATCH_SIZE is 1 unless set, and 1..1000 when set; anything else
+// is refused with an error naming the variable and the range.
+func TestConsumerBatchSize(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int // 0: refused
+	}{
+		{"", 1}, {"1", 1}, {"100", 100}, {"1000", 1000},
+		{"0", 0}, {"-5", 0}, {"1001", 0}, {"ten", 0}, {"2.5", 0}, {" 10", 0},
+	} {
+		t.Run("value "+strconv.Quote(tt.value), func(t *testing.T) {
+			cfg, err := config.Load(func(k string) string {
+				if k == "CONSUMER_BATCH_SIZE" {
+					return tt.value
+				}
+				return ""
+			})
+			if tt.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), "CONSUMER_BATCH_SIZE") || !strings.Contains(err.Error(), "1 to 1000") {
+					t.Fatalf("Load error = %v, want one naming CONSUMER_BATCH_SIZE and the range 1 to 1000", err)
+				}
+				return
+			}
+			if err != nil || cfg.ConsumerBatchSize != tt.want {
+				t.Fatalf("ConsumerBatchSize = %d, %v; want %d", cfg.ConsumerBatchSize, err, tt.want)
 			}
 		})
 	}
