@@ -1,0 +1,76 @@
+-- The order_paid guards in their set-based form, for a batch of messages in
+-- one transaction (internal/consumer/batch.go). Each statement is the
+-- per-message guard applied to a set of distinct orders: the caller
+-- dedupes the batch first, so no statement ever holds one order twice.
+
+-- name: OrderLockBatch :many
+-- Locks the batch's orders in id order, so two batches that overlap (or a
+-- batch and a single delivery) take their order locks in one order and
+-- cannot deadlock on them, and reads what the state check and the steps
+-- after it need: the status, whether a refund was asked, and what the
+-- commission is computed from. An id with no row is an unknown order. FOR
+-- NO KEY UPDATE is the lock the UPDATE below takes anyway: it does not
+-- block the foreign-key checks of rows that reference the order.
+SELECT o.id, o.status, o.affiliate_id, o.amount_cents,
+       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR NO KEY UPDATE OF o;
+
+-- name: OrderMarkPaidBatch :many
+-- The state check, set-based: every pending order of the set moves to paid,
+-- once. RETURNING gives back exactly the orders this statement moved: those
+-- are applied; the others were already paid (already_applied) or refunded
+-- (not_applicable). A concurrent batch waits on the row lock, re-checks
+-- the WHERE clause on the committed row and matches nothing.
+UPDATE orders
+SET status = 'paid', paid_at = now()
+WHERE id = ANY(sqlc.arg(order_ids)::uuid[]) AND status = 'pending'
+RETURNING id;
+
+-- name: OrderTransitionInsertBatch :exec
+-- The transitions of the orders OrderMarkPaidBatch moved, one row each, in
+-- one statement: order_ids[i] was moved by the message message_ids[i].
+-- (Several unnest calls in one select list run in step, row i of each
+-- together; the arrays have one length.)
+INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
+SELECT unnest(sqlc.arg(order_ids)::uuid[]), 'pending', 'paid', unnest(sqlc.arg(message_ids)::text[]);
+
+-- name: StockLockForOrders :many
+-- Locks every SKU the given orders hold items of, in SKU order, before
+-- any of them is reserved. One order's reservation takes its SKUs in SKU
+-- order; a batch reserves several orders one after another, and without
+-- this its SKU locks would follow the orders (sku-b of the first order,
+-- then sku-a of the second) and could deadlock with a delivery or a batch
+-- going the other way. FOR NO KEY UPDATE is what the guarded decrement
+-- takes.
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY(sqlc.arg(order_ids)::uuid[]))
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s;
+
+-- name: OrderLockForCommissionBatch :many
+-- OrderLockForCommission for a set: the orders' row locks, in id order,
+-- with each order's status and whether a refund of it was asked. A refund
+-- (MarkRefunded) takes the same lock, so it and the commission of the same
+-- order never interleave.
+SELECT o.id, o.status,
+       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o;
+
+-- name: LedgerCommissionInsertBatch :many
+-- The unique ledger key, set-based: one commission row per order under its
+-- business key, ON CONFLICT DO NOTHING. RETURNING gives back only the rows
+-- this statement inserted: those orders are applied, every other order of
+-- the set was credited before (already_applied). Under READ COMMITTED the
+-- conflict never raises, even against a concurrent batch.
+INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
+SELECT unnest(sqlc.arg(entry_keys)::text[]), unnest(sqlc.arg(order_ids)::uuid[]), 'affiliate_commission',
+       unnest(sqlc.arg(affiliate_ids)::text[]), unnest(sqlc.arg(amount_cents)::bigint[]), unnest(sqlc.arg(message_ids)::text[])
+ON CONFLICT (entry_key) DO NOTHING
+RETURNING order_id;
