@@ -39,12 +39,16 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
+	var msgs []*message.Message
 	for i := range 6 {
 		m := message.NewMessage(fmt.Sprintf("msg-%d", i), []byte(`{}`))
 		ids = append(ids, m.UUID)
-		if err := b.Publisher.Publish(topic, m); err != nil {
-			t.Fatal(err)
-		}
+		msgs = append(msgs, m)
+	}
+	// One transaction: the six become readable together (a row is readable
+	// once every transaction begun before it has ended, server-wide).
+	if err := b.Publisher.Publish(topic, msgs...); err != nil {
+		t.Fatal(err)
 	}
 
 	var mu sync.Mutex
