@@ -1,0 +1,255 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// HandleOrderPaidBatch consumes several order_paid messages with the guards
+// of HandleOrderPaid in their set-based form (sql/queries/batch.sql,
+// batch_steps.go), and returns one error per message, in msgs' order: nil
+// acks the message, a permanent error (IsPermanent) sends it alone to the
+// poison queue, any other error asks for its redelivery. It is the
+// throughput mode beside HandleOrderPaid, not a replacement for it: the
+// per-message path stays the default, and every guarantee of it holds here.
+//
+// First the batch is deduped by order: the messages of one order are
+// applied in batch order, the first one gets the guards' answers and every
+// later one what a later delivery would get (already_applied), so no
+// statement ever holds an order twice. Then the two steps of
+// HandleOrderPaid, each one transaction for the whole batch:
+//
+//  1. lock the orders in id order; the state check as one UPDATE ...
+//     WHERE id = ANY($1) AND status = 'pending' RETURNING id, and the
+//     transitions of the orders it returned in one INSERT; lock the SKUs
+//     of those orders in SKU order, then reserve each order's items as
+//     HandleOrderPaid does (c.reserveStock, and the compensation of an
+//     order that is short); every confirmation in one outbox write;
+//  2. lock the orders to credit in id order and insert their commissions
+//     in one INSERT ... ON CONFLICT (entry_key) DO NOTHING RETURNING
+//     order_id: the orders it returns are applied, the rest already_applied.
+//
+// Refunded orders apply nothing, and an order with a refund intent is not
+// fulfilled, as in HandleOrderPaid. Each message keeps its own execution:
+// one executions row with its own outcomes, its own spans and counters.
+//
+// A failure that belongs to one message is answered for that message
+// alone and the rest commit: a malformed payload or an unknown order is a
+// permanent error for its messages only (the unknown order is simply
+// absent from the set the statements return). A failure of a batch
+// transaction that cannot be pinned on one message (a constraint, a
+// deadlock, a lost connection) rolls back the whole transaction, so no
+// message of it can be acked. Failing them all would make one bad message
+// stall its neighbours at every redelivery until they are all poisoned;
+// instead the batch is split in halves and each half is handled again,
+// recursively: the bad message ends up alone in log2(N) rounds, where it
+// takes HandleOrderPaid's path and its own answer, while the halves
+// without it commit. Work an earlier round committed (step 1, when step 2
+// failed) meets its guards again and answers already_applied. Each
+// attempt that failed is in the execution log, as a failed run is.
+//
+// With any lab lever switching a guard off, every message goes through
+// HandleOrderPaid one by one: the mistakes the levers select are written
+// per message (levers.go), and so the batch mode shows exactly the damage
+// of the per-message path. The fault points fire per message.
+func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
+	errs := make([]error, len(msgs))
+	if len(msgs) == 0 {
+		return errs
+	}
+	if len(msgs) == 1 || c.anyGuardOff() {
+		for i, m := range msgs {
+			errs[i] = c.HandleOrderPaid(m)
+		}
+		return errs
+	}
+	b := c.newBatch(msgs)
+	failure := c.applyBatch(b)
+	var again []*message.Message // the messages failure left without an answer
+	var at []int
+	for i, it := range b.items {
+		if it.done {
+			errs[i] = it.err
+			continue
+		}
+		_ = c.record(it.ctx, it.run, fmt.Errorf("order_paid batch of %d: %w", len(msgs), failure))
+		again, at = append(again, msgs[i]), append(at, i)
+	}
+	if len(again) == 0 {
+		return errs
+	}
+	if b.ctx.Err() != nil { // shutting down: splitting cannot help
+		for _, i := range at {
+			errs[i] = fmt.Errorf("order_paid batch: %w", failure)
+		}
+		return errs
+	}
+	half := len(again) / 2
+	answers := append(c.HandleOrderPaidBatch(again[:half]), c.HandleOrderPaidBatch(again[half:])...)
+	for k, i := range at {
+		errs[i] = answers[k]
+	}
+	return errs
+}
+
+// anyGuardOff reports whether the lab has switched any guard off.
+func (c *Consumers) anyGuardOff() bool {
+	for _, g := range levers.GuardNames() {
+		if c.levers.Off(levers.Guard(g)) {
+			return true
+		}
+	}
+	return false
+}
+
+// batch is one attempt at a batch: its messages, and its distinct orders.
+type batch struct {
+	// ctx carries the cancellation of the delivery, but no span: a
+	// statement for the whole batch belongs to no one message's trace.
+	// Each message's steps run under its own context (batchItem.ctx).
+	ctx    context.Context
+	items  []*batchItem  // in msgs' order
+	orders []*batchOrder // distinct, in the order of their first message
+	byID   map[uuid.UUID]*batchOrder
+	ids    []uuid.UUID // the orders' ids, for the statements
+}
+
+// batchItem is one message of a batch and its execution.
+type batchItem struct {
+	msg *message.Message
+	ctx context.Context // the message's own, with its order id
+	run *execution
+	// done: err is the message's answer, and its execution is recorded.
+	done bool
+	err  error
+}
+
+// batchOrder is one order of a batch and what its guards answered.
+type batchOrder struct {
+	id uuid.UUID
+	// items are the order's messages in batch order. The first leads: it
+	// applies the effects, and the later ones answer as later deliveries.
+	items []*batchItem
+	row   queries.OrderLockBatchRow
+	known bool // the order exists (row was read)
+	moved bool // the state check moved it now
+	// fulfil: paid, not being refunded, not compensated; step 2 is for it.
+	fulfil bool
+	// stock is the leader's stock_reserved answer ("" when none).
+	stock effect.Outcome
+	// carrier is the message whose run credits the commission in step 2:
+	// the first of items still standing after step 1.
+	carrier *batchItem
+	// commission is step 2's answer for the carrier.
+	commission effect.Outcome
+}
+
+// newBatch decodes msgs and groups them by order. A message that cannot be
+// decoded is answered at once: permanent, for it alone.
+func (c *Consumers) newBatch(msgs []*message.Message) *batch {
+	b := &batch{
+		ctx:  trace.ContextWithSpanContext(msgs[0].Context(), trace.SpanContext{}),
+		byID: map[uuid.UUID]*batchOrder{},
+	}
+	for _, m := range msgs {
+		it := &batchItem{msg: m, ctx: m.Context(), run: c.newExecution(HandlerOrderPaid, m.UUID)}
+		b.items = append(b.items, it)
+		p, err := messages.DecodeOrderPaid(m.Payload)
+		if err != nil {
+			c.finish(it, permanent(err))
+			continue
+		}
+		it.run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+		it.ctx = telemetry.WithOrderID(it.ctx, p.OrderID.String())
+		o, ok := b.byID[p.OrderID]
+		if !ok {
+			o = &batchOrder{id: p.OrderID}
+			b.byID[p.OrderID] = o
+			b.orders = append(b.orders, o)
+			b.ids = append(b.ids, p.OrderID)
+		}
+		o.items = append(o.items, it)
+	}
+	return b
+}
+
+// finish records the execution of it with err as its answer.
+func (c *Consumers) finish(it *batchItem, err error) {
+	it.err, it.done = c.record(it.ctx, it.run, err), true
+}
+
+// applyBatch runs both steps. An error it returns belongs to no message in
+// particular: the messages it did not finish are to be tried again.
+func (c *Consumers) applyBatch(b *batch) error {
+	if len(b.orders) == 0 {
+		return nil
+	}
+	if err := c.batchMarkPaid(b); err != nil {
+		return fmt.Errorf("step 1, mark paid: %w", err)
+	}
+	c.afterMarkPaid(b)
+	if err := c.batchReleaseCommission(b); err != nil {
+		return fmt.Errorf("step 2, release commission: %w", err)
+	}
+	for _, o := range b.orders {
+		if o.carrier == nil {
+			continue
+		}
+		later := false
+		for _, it := range o.items {
+			if it.done {
+				continue
+			}
+			if later {
+				_, s := it.run.begin(it.ctx, effect.Commission, effect.LedgerKey)
+				s.end(asLater(o.commission))
+			}
+			later = true
+			c.finish(it, c.levers.Hit(FaultBeforeAck))
+		}
+	}
+	return nil
+}
+
+// afterMarkPaid answers, once step 1 has committed, the messages that have
+// nothing left to do (unknown, refunded, being refunded or compensated
+// orders), fires the fault point between the steps for each message, and
+// picks each order's carrier for step 2.
+func (c *Consumers) afterMarkPaid(b *batch) {
+	for _, o := range b.orders {
+		for _, it := range o.items {
+			if !o.known {
+				c.finish(it, permanent(fmt.Errorf("order_paid for unknown order %s: %w", o.id, order.ErrNotFound)))
+				continue
+			}
+			switch err := c.levers.Hit(FaultAfterMarkPaid); {
+			case err != nil:
+				c.finish(it, err)
+			case !o.fulfil:
+				c.finish(it, nil) // nothing to credit for an order given back
+			case o.carrier == nil:
+				o.carrier = it
+			}
+		}
+	}
+}
+
+// asLater is the answer a later message of an order gets for a step whose
+// first message got o: what it would get delivered after it.
+func asLater(o effect.Outcome) effect.Outcome {
+	if o == effect.Applied {
+		return effect.AlreadyApplied
+	}
+	return o
+}
