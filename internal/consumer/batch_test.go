@@ -314,3 +314,18 @@ func TestOrderPaidBatchSplitsAroundAFailureItCannotAttribute(t *testing.T) {
 		}
 	}
 }
+
+// With a guard switched off, the batch shows the damage of the per-message
+// path: here the state check, so every copy of the message transitions the
+// order and enqueues a confirmation again.
+func TestOrderPaidBatchWithAGuardOffShowsThePerMessageDamage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, levers.None().Without(levers.StateCheck))
+	orders, msgs := newOrders(t, b, 5)
+	deliverBatch(t, b, append(slices.Clone(msgs), msgs...))
+	for _, o := range orders {
+		if a := b.audit(t, o.ID); a.Paid != 2 || a.ConfirmationEnqueued != 2 {
+			t.Fatalf("order %s: paid %d, confirmation_enqueued %d; want 2 each, as without the state check one by one", o.ID, a.Paid, a.ConfirmationEnqueued)
+		}
+	}
+}
