@@ -18,6 +18,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/ops/reprocess"
 	"github.com/orderpaid/orderpaid/internal/outbox"
@@ -243,16 +244,37 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		}
 		inner = append(inner, mw)
 	}
+	// Batch mode (CONSUMER_BATCH_SIZE > 1): order_paid is read N at a time
+	// and its guards applied to the set (consumer.HandleOrderPaidBatch);
+	// the other topics stay one message at a time on the router.
+	var skip []string
+	var batches *consumer.BatchLoop
+	if n := cfg.ConsumerBatchSize; n > 1 {
+		reader, err := b.BatchReader(messages.TopicOrderPaid, consumer.HandlerOrderPaid, n)
+		if err != nil {
+			return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)
+		}
+		skip = append(skip, messages.TopicOrderPaid)
+		batches = &consumer.BatchLoop{
+			Reader: reader, Topic: messages.TopicOrderPaid, Group: consumer.HandlerOrderPaid,
+			Handle: consumers.HandleOrderPaidBatch, Poison: poison.NewStore(queries.New(pool)), Logger: w.logger,
+		}
+		w.logger.Info("batch mode: order_paid read and applied in batches", "consumer_batch_size", n)
+	}
 	router, err := consumer.NewRouter(b, consumers, poison.NewStore(queries.New(pool)), logger, consumer.RouterConfig{
 		CloseTimeout: cfg.ShutdownTimeout,
 		Outer:        []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},
 		Inner:        inner,
+		Skip:         skip,
 	})
 	if err != nil {
 		return err
 	}
 	g.Go(func() error { return relay.Run(ctx) })
 	g.Go(func() error { return router.Run(ctx) })
+	if batches != nil {
+		g.Go(func() error { return batches.Run(ctx) })
+	}
 	return nil
 }
 

@@ -16,8 +16,10 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -116,5 +118,83 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 	}
 	if !slices.Equal(poisoned, []string{"msg-1"}) {
 		t.Errorf("poison queue holds %v, want [msg-1] once", poisoned)
+	}
+}
+
+// The batch loop over the real postgres broker with the order_paid batch
+// handler: thirty orders, every message delivered twice and a second event
+// for a third of them, read twenty at a time; each effect once per order,
+// and the handler was given batches, not single messages.
+func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
+	t.Parallel()
+	bn := setup(t, levers.None())
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, bn.pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Provision(messages.TopicOrderPaid, consumer.HandlerOrderPaid); err != nil {
+		t.Fatal(err)
+	}
+	var orders []queries.Order
+	var msgs []*message.Message
+	for i := range 30 {
+		o := bn.newOrder(t)
+		orders = append(orders, o)
+		m := orderPaid(t, o, fmt.Sprintf("evt_%d", i))
+		msgs = append(msgs, m, m.Copy())
+		if i%3 == 0 {
+			msgs = append(msgs, orderPaid(t, o, fmt.Sprintf("evt_%d_again", i)))
+		}
+	}
+	if err := b.Publisher.Publish(messages.TopicOrderPaid, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := b.BatchReader(messages.TopicOrderPaid, consumer.HandlerOrderPaid, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var sizes []int
+	loop := &consumer.BatchLoop{
+		Reader: reader, Topic: messages.TopicOrderPaid, Group: consumer.HandlerOrderPaid,
+		Handle: func(m []*message.Message) []error {
+			mu.Lock()
+			sizes = append(sizes, len(m))
+			mu.Unlock()
+			return bn.c.HandleOrderPaidBatch(m)
+		},
+		Poison: poison.NewStore(bn.q), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Poll: 10 * time.Millisecond, Backoff: 10 * time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := bn.pool.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE handler = 'order_paid'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= len(msgs) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range orders {
+		a := bn.audit(t, o.ID)
+		if a.Paid != 1 || a.Commission != 1 || a.ConfirmationEnqueued != 1 {
+			t.Fatalf("order %s: paid %d, commission %d, confirmation_enqueued %d; want 1 each (executions %d)",
+				o.ID, a.Paid, a.Commission, a.ConfirmationEnqueued, a.ExecutionsOrderPaid)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) == 0 || slices.Max(sizes) < 2 {
+		t.Errorf("batch sizes %v: the handler was never given a batch", sizes)
 	}
 }

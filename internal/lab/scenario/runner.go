@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -142,6 +143,16 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 		reason := cmp.Or(c.Scenario.BrokerReason, "its fault needs that broker")
 		r.NotApplicable = fmt.Sprintf("runs on the %s broker only (run it with --broker %s): %s", c.Scenario.Broker, c.Scenario.Broker, reason)
 		return r
+	}
+	if n, _ := strconv.Atoi(cfg.Env["CONSUMER_BATCH_SIZE"]); n > 1 {
+		switch {
+		case cfg.Broker != "postgres":
+			r.NotApplicable = "batch mode (CONSUMER_BATCH_SIZE above 1) reads the postgres broker only, for now"
+			return r
+		case c.Scenario.PerMessageOnly != "":
+			r.NotApplicable = "per-message mode only (CONSUMER_BATCH_SIZE=1): " + c.Scenario.PerMessageOnly
+			return r
+		}
 	}
 	if len(cfg.BrokerPrefix) > maxScenarioPrefix {
 		r.Err = fmt.Errorf("BROKER_PREFIX %q is %d characters: the scenario runner adds 12 of its own to it for each scenario, so use at most %d",

@@ -29,6 +29,10 @@ type Scenario struct {
 	// one its run is not applicable, and BrokerReason says why.
 	Broker       string
 	BrokerReason string
+	// PerMessageOnly, when set, says why the scenario does not apply in
+	// batch mode (CONSUMER_BATCH_SIZE above 1 in Config.Env): its run is
+	// then not applicable, with that reason.
+	PerMessageOnly string
 	// Settled says the flow has run its course: the runner waits for it, then
 	// for a quiet period with no count changing. Nil: one order_confirmed
 	// execution per order.

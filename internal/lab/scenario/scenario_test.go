@@ -58,6 +58,33 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// TestScenariosInBatchMode runs every scenario protected with the worker in
+// batch mode (CONSUMER_BATCH_SIZE=20: order_paid read and applied in
+// batches): each effect once, as one message at a time. With a guard off
+// the batch handler takes the per-message path (HandleOrderPaidBatch), so
+// the matrix of damages is the per-message one, run by TestScenarios.
+func TestScenariosInBatchMode(t *testing.T) {
+	t.Parallel()
+	requirePostgres(t)
+	cfg := scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres",
+		Env: map[string]string{"CONSUMER_BATCH_SIZE": "20"}}
+	for _, s := range scenario.Catalogue() {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s})
+			if r.NotApplicable != "" {
+				t.Skip(r.NotApplicable)
+			}
+			if r.Err != nil {
+				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+			}
+			if !r.OK() {
+				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
+			}
+		})
+	}
+}
+
 func requirePostgres(t *testing.T) {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), pgtest.AdminURL())

@@ -66,12 +66,10 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 
 // Variables lists every environment variable Load reads (OTEL_* are read by
 // the OpenTelemetry SDK itself). The compose file test checks against it.
-// CONSUMER_BATCH_SIZE is read but not listed yet: nothing uses it until the
-// worker's delivery layer does, and it joins this list together with its
-// README row then.
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
 	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
+	"CONSUMER_BATCH_SIZE",
 }
 
 // Load fills a Config from getenv with the documented defaults and validates
