@@ -22,10 +22,10 @@ type Broker struct {
 	newSubscriber func(consumerGroup string) (message.Subscriber, error)
 	// pool is the postgres broker's database (nil on the others); prefix
 	// is BROKER_PREFIX. A BatchReader needs both.
-	pool   *pgxpool.Pool
-	prefix string
-	ping          func(ctx context.Context) error
-	closers       []func() error
+	pool    *pgxpool.Pool
+	prefix  string
+	ping    func(ctx context.Context) error
+	closers []func() error
 
 	// provision creates a consumer group's destination; nil means
 	// initializeSubscriber (see provision.go).
