@@ -28,6 +28,7 @@ func runBench(e env) error {
 	senders := fs.Int("senders", 16, "concurrent webhook senders")
 	ceilingWorkers := fs.Int("ceiling-workers", 16, "goroutines running the ceiling transaction")
 	runs := fs.String("runs", "off,half", "runs besides the ceiling and guards on, comma-separated: off (guards off), half (half load)")
+	batch := fs.Int("batch", 0, "also run guards on (and off, with --runs off) in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE; postgres broker)")
 	repeat := fs.Int("repeat", 1, "run guards on and guards off this many times, alternately; the targets use the medians")
 	inboxRows := fs.Int("inbox-rows", 0, "also run with this many old rows in each inbox (the target is judged at 5000000)")
 	backfill := fs.Int("backfill", 0, "also run a backfill of this many paid orders and report the worker's peak RSS (the target is judged at 1000000)")
@@ -37,7 +38,7 @@ func runBench(e env) error {
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
-	plan := bench.Plan{InboxRows: *inboxRows, Backfill: *backfill, Repeat: *repeat}
+	plan := bench.Plan{InboxRows: *inboxRows, Backfill: *backfill, Repeat: *repeat, BatchSize: *batch}
 	for _, r := range strings.Split(*runs, ",") {
 		switch strings.TrimSpace(r) {
 		case "off":

@@ -130,8 +130,30 @@ func (r Report) Targets() []Target {
 	if b := r.Backfill; b != nil {
 		out = append(out, Target{fmt.Sprintf("worker peak RSS <= 150MB through a %s backfill", shortCount(b.Orders)), mb(b.WorkerPeakRSSKB), b.WorkerPeakRSSKB <= 150*1024})
 	}
+	var batchOn, batchOff *Result
+	for i := range r.Runs {
+		switch n := r.Runs[i].Name; {
+		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on"):
+			batchOn = &r.Runs[i]
+		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards off"):
+			batchOff = &r.Runs[i]
+		}
+	}
+	if batchOn != nil {
+		want := 0.40
+		if r.Broker != "postgres" {
+			want = 0.25
+		}
+		tp := batchOn.Throughput()
+		out = append(out, Target{fmt.Sprintf("end to end, %s >= %.2f x ceiling", batchOn.Name, want),
+			fmt.Sprintf("%.2f x (%.0f of %.0f/s)", tp/ceiling, tp, ceiling), tp/ceiling >= want})
+		if batchOff != nil {
+			off := batchOff.Throughput()
+			out = append(out, Target{"guards on >= 0.9 x guards off, batch mode", fmt.Sprintf("%.2f x (%.0f vs %.0f/s)", tp/off, tp, off), tp/off >= 0.9})
+		}
+	}
 	for _, run := range r.Runs {
-		if strings.HasPrefix(run.Name, "guards off") {
+		if strings.Contains(run.Name, "guards off") {
 			continue
 		}
 		e := run.Effects

@@ -61,6 +61,9 @@ type Spec struct {
 	// InboxRows rows are seeded into each inbox (webhook and consumer)
 	// before the run, to show whether the lookups stay flat.
 	InboxRows int
+	// BatchSize, above 1, runs the workers in batch mode
+	// (CONSUMER_BATCH_SIZE).
+	BatchSize int
 }
 
 // Result is what one run measured.
@@ -121,6 +124,7 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	stack, err := StartStack(ctx, StackConfig{
 		Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
 		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, Without: spec.Without,
+		BatchSize: spec.BatchSize,
 	})
 	if err != nil {
 		return Result{}, err

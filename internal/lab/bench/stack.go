@@ -29,6 +29,8 @@ type StackConfig struct {
 	Workers int
 	// NoAPI starts fakes and workers only (the backfill run).
 	NoAPI bool
+	// BatchSize is the workers' CONSUMER_BATCH_SIZE (0: the default, 1).
+	BatchSize int
 }
 
 // Stack is fakes, api and workers running as child processes.
@@ -71,6 +73,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"FAKES_URL=" + s.Fakes, "WEBHOOK_URL=" + s.API + "/webhooks/payments",
 		"WEBHOOK_SECRET=" + s.Secret,
 		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
+		"CONSUMER_BATCH_SIZE=" + fmt.Sprint(max(cfg.BatchSize, 1)),
 	}
 	if s.fakes, err = s.start(ctx, "fakes", "fakes listening on", nil, "fakes"); err != nil {
 		return nil, err

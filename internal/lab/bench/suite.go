@@ -27,6 +27,9 @@ type Plan struct {
 	InboxRows int
 	// Backfill, if not 0, adds a backfill of that many orders.
 	Backfill int
+	// BatchSize, above 1, adds a guards-on run and a guards-off run in
+	// batch mode, that many messages per transaction (CONSUMER_BATCH_SIZE).
+	BatchSize int
 	// Repeat runs guards on (and guards off) this many times, alternately
 	// (default 1); the targets use the median of each, because two runs on
 	// a shared two-core machine differ by ten percent.
@@ -93,6 +96,13 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 	if plan.HalfLoad {
 		on, _ := rep.median("guards on")
 		specs = append(specs, Spec{Name: "half load", Rate: on / 2})
+	}
+	if plan.BatchSize > 1 {
+		specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards on", plan.BatchSize), BatchSize: plan.BatchSize})
+		if plan.GuardsOff {
+			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards off", plan.BatchSize), BatchSize: plan.BatchSize,
+				Without: strings.Join(levers.GuardNames(), ",")})
+		}
 	}
 	if plan.InboxRows > 0 {
 		specs = append(specs, Spec{Name: fmt.Sprintf("inbox %s", shortCount(plan.InboxRows)), InboxRows: plan.InboxRows})
