@@ -244,22 +244,31 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		}
 		inner = append(inner, mw)
 	}
-	// Batch mode (CONSUMER_BATCH_SIZE > 1): order_paid is read N at a time
-	// and its guards applied to the set (consumer.HandleOrderPaidBatch);
-	// the other topics stay one message at a time on the router.
+	// Batch mode (CONSUMER_BATCH_SIZE > 1): order_paid and order_confirmed
+	// are read N at a time and their guards applied to the set
+	// (consumer.HandleOrderPaidBatch, HandleOrderConfirmedBatch); the
+	// refund topics stay one message at a time on the router.
 	var skip []string
-	var batches *consumer.BatchLoop
+	var batches []*consumer.BatchLoop
 	if n := cfg.ConsumerBatchSize; n > 1 {
-		reader, err := b.BatchReader(messages.TopicOrderPaid, consumer.HandlerOrderPaid, n)
-		if err != nil {
-			return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)
+		for _, bt := range []struct {
+			topic, group string
+			handle       func([]*message.Message) []error
+		}{
+			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.HandleOrderPaidBatch},
+			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.HandleOrderConfirmedBatch},
+		} {
+			reader, err := b.BatchReader(bt.topic, bt.group, n)
+			if err != nil {
+				return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)
+			}
+			skip = append(skip, bt.topic)
+			batches = append(batches, &consumer.BatchLoop{
+				Reader: reader, Topic: bt.topic, Group: bt.group, Handle: bt.handle,
+				Poison: poison.NewStore(queries.New(pool)), Logger: w.logger,
+			})
 		}
-		skip = append(skip, messages.TopicOrderPaid)
-		batches = &consumer.BatchLoop{
-			Reader: reader, Topic: messages.TopicOrderPaid, Group: consumer.HandlerOrderPaid,
-			Handle: consumers.HandleOrderPaidBatch, Poison: poison.NewStore(queries.New(pool)), Logger: w.logger,
-		}
-		w.logger.Info("batch mode: order_paid read and applied in batches", "consumer_batch_size", n)
+		w.logger.Info("batch mode: order_paid and order_confirmed read and applied in batches", "consumer_batch_size", n)
 	}
 	router, err := consumer.NewRouter(b, consumers, poison.NewStore(queries.New(pool)), logger, consumer.RouterConfig{
 		CloseTimeout: cfg.ShutdownTimeout,
@@ -272,8 +281,8 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	}
 	g.Go(func() error { return relay.Run(ctx) })
 	g.Go(func() error { return router.Run(ctx) })
-	if batches != nil {
-		g.Go(func() error { return batches.Run(ctx) })
+	for _, l := range batches {
+		g.Go(func() error { return l.Run(ctx) })
 	}
 	return nil
 }
