@@ -255,8 +255,8 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			topic, group string
 			handle       func([]*message.Message) []error
 		}{
-			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.HandleOrderPaidBatch},
-			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.HandleOrderConfirmedBatch},
+			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.Batched((*consumer.Consumers).HandleOrderPaidBatch)},
+			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.Batched((*consumer.Consumers).HandleOrderConfirmedBatch)},
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
@@ -156,13 +157,14 @@ func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var sizes []int
+	batched := bn.c.Batched((*consumer.Consumers).HandleOrderPaidBatch) // the log of a batch in one statement
 	loop := &consumer.BatchLoop{
 		Reader: reader, Topic: messages.TopicOrderPaid, Group: consumer.HandlerOrderPaid,
 		Handle: func(m []*message.Message) []error {
 			mu.Lock()
 			sizes = append(sizes, len(m))
 			mu.Unlock()
-			return bn.c.HandleOrderPaidBatch(m)
+			return batched(m)
 		},
 		Poison: poison.NewStore(bn.q), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Poll: 10 * time.Millisecond, Backoff: 10 * time.Millisecond,
@@ -192,9 +194,67 @@ func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 				o.ID, a.Paid, a.Commission, a.ConfirmationEnqueued, a.ExecutionsOrderPaid)
 		}
 	}
+	var nullOrder, failed int
+	if err := bn.pool.QueryRow(context.Background(),
+		`SELECT count(*) FILTER (WHERE order_id IS NULL), count(*) FILTER (WHERE error IS NOT NULL) FROM executions`).Scan(&nullOrder, &failed); err != nil {
+		t.Fatal(err)
+	}
+	if nullOrder != 0 || failed != 0 {
+		t.Errorf("execution log: %d rows without their order, %d with an error; want 0 and 0", nullOrder, failed)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(sizes) == 0 || slices.Max(sizes) < 2 {
 		t.Errorf("batch sizes %v: the handler was never given a batch", sizes)
+	}
+}
+
+// Batched writes a batch's execution log in one statement, as each run
+// would have written its own row: a run that named no order (a malformed
+// payload) has no order id, a failed run its error, a good run neither.
+func TestBatchedWritesTheExecutionLogOfTheBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, levers.None())
+	good := b.newOrder(t)
+	unknown := good
+	unknown.ID = uuid.New()
+	msgs := []*message.Message{
+		message.NewMessage("malformed", []byte(`{"order_id":`)),
+		orderPaid(t, unknown, "evt_unknown"),
+		orderPaid(t, good, "evt_good"),
+	}
+	errs := b.c.Batched((*consumer.Consumers).HandleOrderPaidBatch)(copies(msgs))
+	if !consumer.IsPermanent(errs[0]) || !consumer.IsPermanent(errs[1]) || errs[2] != nil {
+		t.Fatalf("answers %v: want permanent, permanent, nil", errs)
+	}
+	type row struct {
+		msg      string
+		hasOrder bool
+		failed   bool
+	}
+	rows, err := b.pool.Query(context.Background(), `SELECT message_id, order_id IS NOT NULL, error IS NOT NULL FROM executions ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.msg, &r.hasOrder, &r.failed); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := map[string]row{
+		"malformed":  {"malformed", false, true},
+		msgs[1].UUID: {msgs[1].UUID, true, true},
+		msgs[2].UUID: {msgs[2].UUID, true, false},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("execution log %+v, want %d rows", got, len(want))
+	}
+	for _, r := range got {
+		if want[r.msg] != r {
+			t.Errorf("execution %+v, want %+v", r, want[r.msg])
+		}
 	}
 }

@@ -40,6 +40,9 @@ type Consumers struct {
 	// execution. Both nil unless WithTelemetry.
 	metrics *telemetry.Metrics
 	logger  *slog.Logger
+	// execLog, when set, collects the execution log of a batch for one
+	// write (Batched); nil: each run is written as it ends.
+	execLog *execBuffer
 }
 
 // NewConsumers wires the handlers, with every guard on. direct may be nil

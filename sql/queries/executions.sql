@@ -15,3 +15,13 @@ WHERE id = $1 AND reprocessed_at IS NULL;
 
 -- name: PoisonCountPending :one
 SELECT count(*) FROM poison_messages WHERE reprocessed_at IS NULL;
+
+-- name: ExecutionInsertBatch :exec
+-- The execution log of a batch in one statement (Consumers.Batched). A run
+-- that named no order carries the zero UUID, a run that did not fail an
+-- empty error: both are stored as NULL, as ExecutionInsert stores them.
+INSERT INTO executions (handler, message_id, order_id, outcomes, error)
+SELECT x.h, x.m, NULLIF(x.o, '00000000-0000-0000-0000-000000000000'::uuid), x.oc::jsonb, NULLIF(x.e, '')
+FROM (SELECT unnest(sqlc.arg(handlers)::text[]) AS h, unnest(sqlc.arg(message_ids)::text[]) AS m,
+             unnest(sqlc.arg(order_ids)::uuid[]) AS o, unnest(sqlc.arg(outcomes)::text[]) AS oc,
+             unnest(sqlc.arg(errors)::text[]) AS e) AS x;

@@ -36,6 +36,36 @@ func (q *Queries) ExecutionInsert(ctx context.Context, arg ExecutionInsertParams
 	return err
 }
 
+const executionInsertBatch = `-- name: ExecutionInsertBatch :exec
+INSERT INTO executions (handler, message_id, order_id, outcomes, error)
+SELECT x.h, x.m, NULLIF(x.o, '00000000-0000-0000-0000-000000000000'::uuid), x.oc::jsonb, NULLIF(x.e, '')
+FROM (SELECT unnest($1::text[]) AS h, unnest($2::text[]) AS m,
+             unnest($3::uuid[]) AS o, unnest($4::text[]) AS oc,
+             unnest($5::text[]) AS e) AS x
+`
+
+type ExecutionInsertBatchParams struct {
+	Handlers   []string    `json:"handlers"`
+	MessageIds []string    `json:"message_ids"`
+	OrderIds   []uuid.UUID `json:"order_ids"`
+	Outcomes   []string    `json:"outcomes"`
+	Errors     []string    `json:"errors"`
+}
+
+// The execution log of a batch in one statement (Consumers.Batched). A run
+// that named no order carries the zero UUID, a run that did not fail an
+// empty error: both are stored as NULL, as ExecutionInsert stores them.
+func (q *Queries) ExecutionInsertBatch(ctx context.Context, arg ExecutionInsertBatchParams) error {
+	_, err := q.db.Exec(ctx, executionInsertBatch,
+		arg.Handlers,
+		arg.MessageIds,
+		arg.OrderIds,
+		arg.Outcomes,
+		arg.Errors,
+	)
+	return err
+}
+
 const poisonCountPending = `-- name: PoisonCountPending :one
 SELECT count(*) FROM poison_messages WHERE reprocessed_at IS NULL
 `
