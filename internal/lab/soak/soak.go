@@ -42,6 +42,9 @@ type Config struct {
 	// delivered twice. Every third order holds one unit of a stock-limited
 	// SKU (stockSKU), so that reservations and releases run under the load.
 	Refunds float64
+	// BatchSize, above 1, runs the workers in batch mode
+	// (CONSUMER_BATCH_SIZE; the postgres broker only).
+	BatchSize int
 	// Workers is the number of worker processes kept running (default 2).
 	Workers int
 	// Without switches guards off (--without on api and workers), to watch
@@ -145,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	stack, err := bench.StartStack(ctx, bench.StackConfig{
 		Binary: cfg.Binary, LogDir: cfg.LogDir, DatabaseURL: d.URL, Workers: cfg.Workers,
 		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, Without: cfg.Without,
+		BatchSize: cfg.BatchSize,
 	})
 	if err != nil {
 		return rep, err
