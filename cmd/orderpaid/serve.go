@@ -279,7 +279,16 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	g.Go(func() error { return relay.Run(ctx) })
+	if n := cfg.ConsumerBatchSize; n > 1 {
+		// Batch mode relays the outbox in batches too, on the same lanes
+		// and positions as the relay of one message per publish.
+		batchRelay := outbox.NewBatchRelay(pool, b.Publisher, w.logger, n, outbox.RelayConfig{
+			TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,
+		})
+		g.Go(func() error { return batchRelay.Run(ctx) })
+	} else {
+		g.Go(func() error { return relay.Run(ctx) })
+	}
 	g.Go(func() error { return router.Run(ctx) })
 	for _, l := range batches {
 		g.Go(func() error { return l.Run(ctx) })

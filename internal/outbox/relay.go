@@ -168,5 +168,36 @@ func (p tracedPublisher) publish(topic string, m *message.Message) error {
 	return nil
 }
 
+// publishBatch relays msgs to topic in one call to the broker, one span per
+// message, as Publish traces them one by one.
+func (p tracedPublisher) publishBatch(topic string, msgs []*message.Message) error {
+	spans := make([]trace.Span, len(msgs))
+	for i, m := range msgs {
+		ctx, span := p.tracer.Start(telemetry.ExtractMessage(context.Background(), m), "relay "+topic,
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(telemetry.MessageAttributes(p.system, topic, m)...),
+			trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("relay")),
+			trace.WithAttributes(attribute.Int("messaging.batch.message_count", len(msgs))))
+		spans[i] = span
+		ctx = telemetry.WithMessageOrderID(ctx, m)
+		if written, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataWrittenAt)); err == nil {
+			lag := time.Since(written)
+			span.SetAttributes(attribute.Float64("outbox.relay.lag_seconds", lag.Seconds()))
+			p.metrics.RelayLag(ctx, topic, lag)
+		}
+		telemetry.InjectMessage(ctx, m)
+		m.SetContext(ctx)
+	}
+	err := p.next.Publish(topic, msgs...)
+	for _, span := range spans {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+	return err
+}
+
 // Close closes the broker publisher.
 func (p tracedPublisher) Close() error { return p.next.Close() }

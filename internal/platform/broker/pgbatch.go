@@ -47,6 +47,16 @@ func (b *Broker) BatchReader(topic, group string, size int) (*BatchReader, error
 	return NewBatchReader(b.pool, b.prefix+topic, group, size), nil
 }
 
+// NewLaneBatchReader returns a reader of lane lane of lanes of topic, by
+// laneKey, as NewPostgresSubscriber's lane k reads it: same sub-group
+// (LaneGroup), same position row, so a lane's reader and its subscriber
+// take turns on one position.
+func NewLaneBatchReader(pool *pgxpool.Pool, topic, group string, size, lanes, lane int, laneKey string) *BatchReader {
+	r := NewBatchReader(pool, topic, LaneGroup(group, lane, lanes), size)
+	r.schema.Lanes, r.schema.Lane, r.schema.LaneKey = lanes, lane, laneKey
+	return r
+}
+
 // NewBatchReader returns a reader of topic for group, size messages a read.
 // The tables and the group's position row must exist: Broker.Provision
 // creates them.
@@ -64,6 +74,15 @@ func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Mess
 		qs, err := r.offsets.BeforeSubscribingQueries(wsql.BeforeSubscribingQueriesParams{Topic: r.topic, ConsumerGroup: r.group})
 		if err != nil {
 			return 0, 0, err
+		}
+		if r.schema.Lanes > 1 {
+			// The lane index (PostgresSchema.SchemaInitializingQueries),
+			// which a lane's subscriber creates when it starts.
+			init, err := r.schema.SchemaInitializingQueries(wsql.SchemaInitializingQueriesParams{Topic: r.topic})
+			if err != nil {
+				return 0, 0, err
+			}
+			qs = append(init[len(init)-1:], qs...)
 		}
 		for _, q := range qs {
 			if _, err := r.pool.Exec(ctx, q.Query, q.Args...); err != nil {
