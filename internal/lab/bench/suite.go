@@ -98,10 +98,19 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 		specs = append(specs, Spec{Name: "half load", Rate: on / 2})
 	}
 	if plan.BatchSize > 1 {
-		specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards on", plan.BatchSize), BatchSize: plan.BatchSize})
+		on := Spec{Name: fmt.Sprintf("batch %d, guards on", plan.BatchSize), BatchSize: plan.BatchSize}
+		r, err := RunOne(ctx, cfg, on)
+		if err != nil {
+			return rep, err
+		}
+		rep.Runs = append(rep.Runs, r)
 		if plan.GuardsOff {
 			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards off", plan.BatchSize), BatchSize: plan.BatchSize,
 				Without: strings.Join(levers.GuardNames(), ",")})
+		}
+		if plan.HalfLoad {
+			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, half load", plan.BatchSize), BatchSize: plan.BatchSize,
+				Rate: r.Throughput() / 2})
 		}
 	}
 	if plan.InboxRows > 0 {
