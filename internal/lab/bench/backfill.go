@@ -21,6 +21,8 @@ type BackfillResult struct {
 	// WorkerPeakRSSKB is the worker's VmHWM at the end.
 	WorkerPeakRSSKB int64
 	Usage           []Usage
+	// BatchSize is the worker's CONSUMER_BATCH_SIZE (0 or 1: per message).
+	BatchSize int
 }
 
 // RunBackfill seeds n paid orders, starts fakes and one worker, runs
@@ -28,7 +30,8 @@ type BackfillResult struct {
 // worker has handled every order_paid it enqueued. Each message is a
 // redelivery of a fact already applied (the order is paid), so this measures
 // the steady cost of repetition and whether the worker's memory stays flat.
-func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, err error) {
+func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res BackfillResult, err error) {
+	res.BatchSize = batchSize
 	cfg = cfg.withDefaults()
 	d, err := CreateDatabase(ctx, cfg.AdminURL, "orderpaid_bench")
 	if err != nil {
@@ -52,7 +55,7 @@ func RunBackfill(ctx context.Context, cfg Config, n int) (res BackfillResult, er
 		return res, err
 	}
 	stack, err := StartStack(ctx, StackConfig{Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, NoAPI: true})
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, NoAPI: true, BatchSize: batchSize})
 	if err != nil {
 		return res, err
 	}

@@ -124,7 +124,7 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 		rep.Runs = append(rep.Runs, r)
 	}
 	if plan.Backfill > 0 {
-		b, err := RunBackfill(ctx, cfg, plan.Backfill)
+		b, err := RunBackfill(ctx, cfg, plan.Backfill, plan.BatchSize)
 		if err != nil {
 			return rep, err
 		}
