@@ -31,7 +31,6 @@ type BackfillResult struct {
 // redelivery of a fact already applied (the order is paid), so this measures
 // the steady cost of repetition and whether the worker's memory stays flat.
 func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res BackfillResult, err error) {
-	res.BatchSize = batchSize
 	cfg = cfg.withDefaults()
 	d, err := CreateDatabase(ctx, cfg.AdminURL, "orderpaid_bench")
 	if err != nil {
@@ -71,7 +70,7 @@ func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res Backfil
 	if _, err := op.WaitLine(ctx, "backfill: done", time.Hour); err != nil {
 		return res, err
 	}
-	res = BackfillResult{Orders: n, Enqueue: time.Since(start)}
+	res = BackfillResult{Orders: n, Enqueue: time.Since(start), BatchSize: batchSize}
 	fmt.Fprintf(cfg.Progress, "bench: backfill: %d order_paid enqueued in %s; waiting for the worker\n", n, res.Enqueue.Round(time.Second))
 	q := labqueries.New(d.Pool)
 	lastReport := time.Now()
