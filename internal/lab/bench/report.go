@@ -144,13 +144,13 @@ func (r Report) Targets() []Target {
 			out = append(out, Target{fmt.Sprintf("%s backfill in batch mode <= 5 minutes", shortCount(b.Orders)), b.Elapsed.Round(time.Second).String(), b.Elapsed <= 5*time.Minute})
 		}
 	}
-	var batchOn, batchOff *Result
+	// There is no "guards on >= 0.9 x guards off" in batch mode: with a
+	// guard off the batch handlers hand each message to the per-message path
+	// (the taught damage), so a guards-off run measures the other mode.
+	var batchOn *Result
 	for i := range r.Runs {
-		switch n := r.Runs[i].Name; {
-		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on"):
+		if n := r.Runs[i].Name; strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on") {
 			batchOn = &r.Runs[i]
-		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards off"):
-			batchOff = &r.Runs[i]
 		}
 	}
 	if batchOn != nil {
@@ -161,10 +161,6 @@ func (r Report) Targets() []Target {
 		tp := batchOn.Throughput()
 		out = append(out, Target{fmt.Sprintf("end to end, %s >= %.2f x ceiling", batchOn.Name, want),
 			fmt.Sprintf("%.2f x (%.0f of %.0f/s)", tp/ceiling, tp, ceiling), tp/ceiling >= want})
-		if batchOff != nil {
-			off := batchOff.Throughput()
-			out = append(out, Target{"guards on >= 0.9 x guards off, batch mode", fmt.Sprintf("%.2f x (%.0f vs %.0f/s)", tp/off, tp, off), tp/off >= 0.9})
-		}
 	}
 	for _, run := range r.Runs {
 		if strings.Contains(run.Name, "guards off") {

@@ -105,6 +105,8 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 		}
 		rep.Runs = append(rep.Runs, r)
 		if plan.GuardsOff {
+			// With a guard off the batch handlers take the per-message
+			// path: this run shows that mode's cost, not the guards'.
 			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards off", plan.BatchSize), BatchSize: plan.BatchSize,
 				Without: strings.Join(levers.GuardNames(), ",")})
 		}
