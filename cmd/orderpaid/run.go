@@ -40,7 +40,7 @@ func subcommands() map[string]subcommand {
 	return map[string]subcommand{
 		"migrate":   {"apply the schema to DATABASE_URL (safe to run twice)", runMigrate},
 		"api":       {"serve the HTTP API on HTTP_ADDR", runAPI},
-		"worker":    {"run the outbox relay and the order_paid and order_confirmed consumers", runWorker},
+		"worker":    {"run the outbox relay and the consumers (order_paid, order_confirmed and the refunds)", runWorker},
 		"fakes":     {"serve the fake payment gateway and notification provider on FAKES_ADDR", runFakes},
 		"demo":      {"walk one order through a running `orderpaid all` and show each guard answer", runDemo},
 		"all":       {"api + worker + fakes in one process: the no-Docker demo", runAll},
