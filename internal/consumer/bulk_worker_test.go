@@ -83,7 +83,10 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- loop.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
+	// A row is readable once every transaction begun before it has ended on
+	// the whole server: under the full test run another package may hold one
+	// open for seconds, hence a deadline far above the usual wait.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		mu.Lock()
 		n := len(seen)
@@ -172,7 +175,7 @@ func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- loop.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second) // see above: the server-wide visibility rule
 	for {
 		var n int
 		if err := bn.pool.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE handler = 'order_paid'`).Scan(&n); err != nil {

@@ -55,7 +55,9 @@ func TestBatchRelayPublishesInBatchesInOrderAndRetries(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
-	waitFor(t, 20*time.Second, "the outbox drained", func() bool {
+	// 90s: a row is relayed only once every transaction begun before it has
+	// ended on the whole server, and the full test run holds some open.
+	waitFor(t, 90*time.Second, "the outbox drained", func() bool {
 		n, err := queries.New(pool).OutboxBacklog(context.Background())
 		return err == nil && n == 0
 	})

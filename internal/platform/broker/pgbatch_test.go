@@ -40,10 +40,10 @@ func TestBatchReaderReadsInOrderAndMovesOnlyPastTheSettled(t *testing.T) {
 	// poll's rule): under a loaded test run a read may find nothing yet, so
 	// empty reads are retried and do not count.
 	settle := []int{7, 10, 10, 10}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for i := 0; len(got) < len(want) && i < len(settle); {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20s settled %v", got)
+			t.Fatalf("after 90s settled %v", got)
 		}
 		read, done, err := r.Read(ctx, func(msgs []*message.Message) int {
 			if i == 0 {
