@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -44,33 +43,9 @@ type BatchLoop struct {
 // Run reads and handles batches until ctx ends. A batch in flight when ctx
 // ends is finished, its position moved: stopping never cuts one in half.
 func (l *BatchLoop) Run(ctx context.Context) error {
-	poll := cmp.Or(l.Poll, 100*time.Millisecond)
-	first := cmp.Or(l.Backoff, 100*time.Millisecond)
-	backoff := first
-	for ctx.Err() == nil {
-		read, done, err := l.Reader.Read(context.WithoutCancel(ctx), l.settle)
-		wait := time.Duration(0)
-		switch {
-		case err != nil:
-			l.Logger.WarnContext(ctx, "batch read failed; retrying", "topic", l.Topic, "group", l.Group, "err", err)
-			wait = backoff
-		case read == 0:
-			wait = poll
-		case done < read:
-			wait = backoff // a transient failure: the same message first, later
-		}
-		if wait == 0 {
-			backoff = first
-			continue
-		}
-		if wait == backoff {
-			backoff = min(backoff*2, 2*time.Second)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+	l.Reader.Loop(ctx, l.Poll, l.Backoff, l.settle, func(err error) {
+		l.Logger.WarnContext(ctx, "batch read failed; retrying", "topic", l.Topic, "group", l.Group, "err", err)
+	})
 	return nil
 }
 

@@ -33,10 +33,16 @@ func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", contentType(resp.Body, resp.Status))
-	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(resp.Replayed))
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	writeStored(w, resp.Status, resp.Body, resp.Replayed)
+}
+
+// writeStored writes an answer kept under an Idempotency-Key (a payment's,
+// a refund's) byte for byte, saying whether this request replayed it.
+func writeStored(w http.ResponseWriter, status int, body []byte, replayed bool) {
+	w.Header().Set("Content-Type", contentType(body, status))
+	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(replayed))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 func contentType(body []byte, status int) string {

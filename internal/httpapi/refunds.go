@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/orderpaid/orderpaid/internal/refund"
 )
@@ -28,8 +27,5 @@ func (s *server) handleRefundCreate(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(resp.Replayed))
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	writeStored(w, resp.Status, resp.Body, resp.Replayed)
 }

@@ -62,31 +62,9 @@ func (r *BatchRelay) Run(ctx context.Context) error {
 }
 
 func (r *BatchRelay) runLane(ctx context.Context, reader *broker.BatchReader) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		read, done, err := reader.Read(context.WithoutCancel(ctx), r.relay)
-		wait := time.Duration(0)
-		switch {
-		case err != nil:
-			r.logger.WarnContext(ctx, "outbox batch relay: read failed; retrying", "err", err)
-			wait = backoff
-		case read == 0:
-			wait = r.poll
-		case done < read:
-			wait = backoff
-		}
-		if wait == 0 {
-			backoff = 100 * time.Millisecond
-			continue
-		}
-		if wait == backoff {
-			backoff = min(backoff*2, 2*time.Second)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+	reader.Loop(ctx, r.poll, 0, r.relay, func(err error) {
+		r.logger.WarnContext(ctx, "outbox batch relay: read failed; retrying", "err", err)
+	})
 }
 
 // envelope is an outbox row's payload: the message and its destination, as

@@ -147,19 +147,8 @@ func (p tracedPublisher) Publish(topic string, msgs ...*message.Message) error {
 }
 
 func (p tracedPublisher) publish(topic string, m *message.Message) error {
-	ctx, span := p.tracer.Start(telemetry.ExtractMessage(m.Context(), m), "relay "+topic,
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(telemetry.MessageAttributes(p.system, topic, m)...),
-		trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("relay")))
+	span := p.startSpan(m.Context(), topic, m)
 	defer span.End()
-	ctx = telemetry.WithMessageOrderID(ctx, m)
-	if written, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataWrittenAt)); err == nil {
-		lag := time.Since(written)
-		span.SetAttributes(attribute.Float64("outbox.relay.lag_seconds", lag.Seconds()))
-		p.metrics.RelayLag(ctx, topic, lag)
-	}
-	telemetry.InjectMessage(ctx, m)
-	m.SetContext(ctx)
 	if err := p.next.Publish(topic, m); err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -168,25 +157,34 @@ func (p tracedPublisher) publish(topic string, m *message.Message) error {
 	return nil
 }
 
+// startSpan starts m's span "relay <topic>", continuing the trace the
+// outbox write put in its metadata (or ctx's), records the relay lag, and
+// writes the span's context into m's metadata and m's context, so that the
+// consumer's span is the relay's child. extra are more attributes.
+func (p tracedPublisher) startSpan(ctx context.Context, topic string, m *message.Message, extra ...attribute.KeyValue) trace.Span {
+	ctx, span := p.tracer.Start(telemetry.ExtractMessage(ctx, m), "relay "+topic,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.MessageAttributes(p.system, topic, m)...),
+		trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("relay")),
+		trace.WithAttributes(extra...))
+	ctx = telemetry.WithMessageOrderID(ctx, m)
+	if written, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataWrittenAt)); err == nil {
+		lag := time.Since(written)
+		span.SetAttributes(attribute.Float64("outbox.relay.lag_seconds", lag.Seconds()))
+		p.metrics.RelayLag(ctx, topic, lag)
+	}
+	telemetry.InjectMessage(ctx, m)
+	m.SetContext(ctx)
+	return span
+}
+
 // publishBatch relays msgs to topic in one call to the broker, one span per
 // message, as Publish traces them one by one.
 func (p tracedPublisher) publishBatch(topic string, msgs []*message.Message) error {
 	spans := make([]trace.Span, len(msgs))
 	for i, m := range msgs {
-		ctx, span := p.tracer.Start(telemetry.ExtractMessage(context.Background(), m), "relay "+topic,
-			trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithAttributes(telemetry.MessageAttributes(p.system, topic, m)...),
-			trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("relay")),
-			trace.WithAttributes(attribute.Int("messaging.batch.message_count", len(msgs))))
-		spans[i] = span
-		ctx = telemetry.WithMessageOrderID(ctx, m)
-		if written, err := time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataWrittenAt)); err == nil {
-			lag := time.Since(written)
-			span.SetAttributes(attribute.Float64("outbox.relay.lag_seconds", lag.Seconds()))
-			p.metrics.RelayLag(ctx, topic, lag)
-		}
-		telemetry.InjectMessage(ctx, m)
-		m.SetContext(ctx)
+		spans[i] = p.startSpan(context.Background(), topic, m,
+			attribute.Int("messaging.batch.message_count", len(msgs)))
 	}
 	err := p.next.Publish(topic, msgs...)
 	for _, span := range spans {

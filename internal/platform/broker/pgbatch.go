@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -62,6 +64,39 @@ func NewLaneBatchReader(pool *pgxpool.Pool, topic, group string, size, lanes, la
 // creates them.
 func NewBatchReader(pool *pgxpool.Pool, topic, group string, size int) *BatchReader {
 	return &BatchReader{pool: pool, topic: topic, group: group, schema: PostgresSchema{BatchSize: max(size, 1)}}
+}
+
+// Loop reads batches and hands them to handle until ctx ends, the read
+// loop of every batch consumer: after an empty read it waits poll (default
+// 100ms); after a failed read (reported to failed) or a batch handle did
+// not settle in full, it waits backoff (default 100ms, doubling to 2s,
+// back to the start after a batch settled in full), and the next read
+// begins with the first unsettled message. A batch in flight when ctx ends
+// is finished, its position moved: stopping never cuts one in half.
+func (r *BatchReader) Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error)) {
+	poll = cmp.Or(poll, 100*time.Millisecond)
+	first := cmp.Or(backoff, 100*time.Millisecond)
+	backoff = first
+	for ctx.Err() == nil {
+		read, done, err := r.Read(context.WithoutCancel(ctx), handle)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			failed(err)
+			wait, backoff = backoff, min(backoff*2, 2*time.Second)
+		case done < read:
+			wait, backoff = backoff, min(backoff*2, 2*time.Second)
+		case read == 0:
+			wait = poll
+		default:
+			backoff = first
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Read reads one batch and hands it to handle, which returns how many of the
