@@ -13,7 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// BatchLoop consumes one topic of the postgres broker a batch at a time
+// BatchLoop consumes one topic a batch at a time
 // (CONSUMER_BATCH_SIZE > 1), with the failure policy of the router
 // (NewRouter) applied to each message of a batch:
 //
@@ -28,7 +28,7 @@ import (
 // Order per order holds: messages are handed to the handler in the order
 // the topic holds them, and none is settled past an unsettled one.
 type BatchLoop struct {
-	Reader *broker.BatchReader
+	Reader broker.BatchSource
 	// Topic and Group name what is read, for the poison queue's record.
 	Topic, Group string
 	// Handle applies a batch and answers for each message, in order.

@@ -20,6 +20,8 @@ type Broker struct {
 	Publisher message.Publisher
 
 	newSubscriber func(consumerGroup string) (message.Subscriber, error)
+	// batchSource returns the broker's BatchSource of a (prefixed) topic.
+	batchSource func(topic, consumerGroup string, size int) (BatchSource, error)
 	// pool is the postgres broker's database (nil on the others); prefix
 	// is BROKER_PREFIX. A BatchReader needs both.
 	pool    *pgxpool.Pool

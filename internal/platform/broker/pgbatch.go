@@ -37,18 +37,6 @@ type BatchReader struct {
 	started bool
 }
 
-// ErrNoBatchReader: only the postgres broker has a BatchReader.
-var ErrNoBatchReader = errors.New("batch mode (CONSUMER_BATCH_SIZE > 1) reads the postgres broker only, for now: set BROKER=postgres, or CONSUMER_BATCH_SIZE=1")
-
-// BatchReader returns a reader of topic (under BROKER_PREFIX) for group,
-// size messages a read, or ErrNoBatchReader on another broker.
-func (b *Broker) BatchReader(topic, group string, size int) (*BatchReader, error) {
-	if b.pool == nil {
-		return nil, fmt.Errorf("%s: %w", b.Name, ErrNoBatchReader)
-	}
-	return NewBatchReader(b.pool, b.prefix+topic, group, size), nil
-}
-
 // NewLaneBatchReader returns a reader of lane lane of lanes of topic, by
 // laneKey, as NewPostgresSubscriber's lane k reads it: same sub-group
 // (LaneGroup), same position row, so a lane's reader and its subscriber

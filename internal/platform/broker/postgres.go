@@ -30,6 +30,9 @@ func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, e
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return NewPostgresSubscriber(pool, PostgresSubscriberConfig{ConsumerGroup: group}, logger)
 		},
+		batchSource: func(topic, group string, size int) (BatchSource, error) {
+			return NewBatchReader(pool, topic, group, size), nil
+		},
 		ping: func(ctx context.Context) error { return pool.Ping(ctx) },
 	}, nil
 }

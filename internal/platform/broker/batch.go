@@ -1,0 +1,42 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// BatchSource hands one consumer group's messages of one topic out several
+// at a time, for a handler that applies a whole batch at once
+// (CONSUMER_BATCH_SIZE > 1). Each broker has its own: BatchReader on
+// PostgreSQL (one read transaction over watermill-sql's tables),
+// amqpBatchSource on RabbitMQ (a channel with prefetch N over the group's
+// queue), natsBatchSource on NATS JetStream (the group's durable consumer,
+// N messages in flight). They read what the per-message subscriber of the
+// same group reads, so a group's position is one whichever mode reads it.
+type BatchSource interface {
+	// Loop reads batches and hands them to handle until ctx ends. handle
+	// returns how many of the messages, from the first, are settled
+	// (applied, or put in the poison queue): those are acked, the rest come
+	// again, first, in the next batch. After an empty read Loop waits poll
+	// (default 100ms); after a failed read (reported to failed) or a batch
+	// that did not settle in full, backoff (default 100ms, doubling to 2s).
+	// A batch in flight when ctx ends is finished and its acks sent:
+	// stopping never cuts one in half.
+	Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error))
+}
+
+// ErrNoBatchReader: this broker has no BatchSource.
+var ErrNoBatchReader = errors.New("this broker has no batch reader: set CONSUMER_BATCH_SIZE=1")
+
+// BatchReader returns a batch source of topic (under BROKER_PREFIX) for
+// group, size messages at a time.
+func (b *Broker) BatchReader(topic, group string, size int) (BatchSource, error) {
+	if b.batchSource == nil {
+		return nil, fmt.Errorf("%s: %w", b.Name, ErrNoBatchReader)
+	}
+	return b.batchSource(b.prefix+topic, group, max(size, 1))
+}
