@@ -17,7 +17,7 @@ import (
 // passedToChildren are the variables a scenario's processes get from the
 // runner's environment besides what the runner sets itself.
 var passedToChildren = []string{
-	"AMQP_URL", "NATS_URL", "WEBHOOK_SECRET", "CONSUMER_BATCH_SIZE",
+	"AMQP_URL", "NATS_URL", "WEBHOOK_SECRET", "CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME",
 }
 

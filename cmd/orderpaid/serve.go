@@ -259,16 +259,19 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.Batched((*consumer.Consumers).HandleOrderConfirmedBatch)},
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
+			if cfg.ConsumerPosition == config.PositionWithEffects {
+				reader, err = b.BatchReaderWithEffects(bt.topic, bt.group, n)
+			}
 			if err != nil {
 				return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)
 			}
 			skip = append(skip, bt.topic)
 			batches = append(batches, &consumer.BatchLoop{
 				Reader: reader, Topic: bt.topic, Group: bt.group, Handle: bt.handle,
-				Poison: poison.NewStore(queries.New(pool)), Logger: w.logger,
+				Poison: poison.NewStore(queries.New(postgres.Routed{Pool: pool})), Logger: w.logger,
 			})
 		}
-		w.logger.Info("batch mode: order_paid and order_confirmed read and applied in batches", "consumer_batch_size", n)
+		w.logger.Info("batch mode: order_paid and order_confirmed read and applied in batches", "consumer_batch_size", n, "consumer_position", cfg.ConsumerPosition)
 	}
 	router, err := consumer.NewRouter(b, consumers, poison.NewStore(queries.New(pool)), logger, consumer.RouterConfig{
 		CloseTimeout: cfg.ShutdownTimeout,

@@ -53,7 +53,9 @@ func (l *BatchLoop) Run(ctx context.Context) error {
 // are done: applied, or in the poison queue.
 func (l *BatchLoop) settle(msgs []*message.Message) int {
 	for _, m := range msgs {
-		m.SetContext(telemetry.ExtractMessage(context.Background(), m))
+		// On the message's own context: a reader may have put its
+		// transaction in it (broker.BatchReader.WithEffects).
+		m.SetContext(telemetry.ExtractMessage(m.Context(), m))
 	}
 	errs := l.Handle(msgs)
 	for i := range msgs {

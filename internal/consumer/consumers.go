@@ -10,6 +10,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -48,7 +49,9 @@ type Consumers struct {
 // NewConsumers wires the handlers, with every guard on. direct may be nil
 // unless WithLevers switches the outbox off.
 func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher) *Consumers {
-	return &Consumers{pool: pool, q: queries.New(pool), notifier: notifier, direct: direct}
+	// Routed: a statement runs on the reader's transaction when the
+	// message's context carries one (CONSUMER_POSITION=with-effects).
+	return &Consumers{pool: pool, q: queries.New(postgres.Routed{Pool: pool}), notifier: notifier, direct: direct}
 }
 
 // WithGateway returns a copy of c that refunds orders through gw. Without

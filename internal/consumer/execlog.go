@@ -149,7 +149,10 @@ func (c *Consumers) Batched(handle func(c *Consumers, msgs []*message.Message) [
 			p.Outcomes = append(p.Outcomes, string(r.Outcomes))
 			p.Errors = append(p.Errors, r.Error.String) // "" when none: stored as NULL
 		}
-		if err := c.q.ExecutionInsertBatch(context.Background(), p); err != nil {
+		// On the batch's context, without its cancellation: a reader whose
+		// position commits with the effects has its transaction there, and
+		// the log commits with them (broker.BatchReader.WithEffects).
+		if err := c.q.ExecutionInsertBatch(context.WithoutCancel(msgs[0].Context()), p); err != nil {
 			err = fmt.Errorf("write the execution log of a batch of %d: %w", len(msgs), err)
 			for i := range errs {
 				errs[i] = err

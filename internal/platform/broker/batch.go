@@ -40,3 +40,17 @@ func (b *Broker) BatchReader(topic, group string, size int) (BatchSource, error)
 	}
 	return b.batchSource(b.prefix+topic, group, max(size, 1))
 }
+
+// ErrPositionWithEffects: only the postgres broker can commit a consumer's
+// position in the effects' transaction.
+var ErrPositionWithEffects = errors.New("the position commits with the effects only where both are in one database: set BROKER=postgres, or CONSUMER_POSITION=separate")
+
+// BatchReaderWithEffects returns the postgres broker's reader of topic for
+// group whose position commits in the effects' transaction
+// (BatchReader.WithEffects), or ErrPositionWithEffects on another broker.
+func (b *Broker) BatchReaderWithEffects(topic, group string, size int) (*BatchReader, error) {
+	if b.pool == nil {
+		return nil, fmt.Errorf("%s: %w", b.Name, ErrPositionWithEffects)
+	}
+	return NewBatchReader(b.pool, b.prefix+topic, group, size).WithEffects(), nil
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 // BatchReader reads one topic of the postgres broker for one consumer group
@@ -27,6 +29,10 @@ import (
 // read again by the next read, in order. A crash before the commit leaves
 // the position where it was: the whole batch comes again, and the guards
 // answer already_applied for what had been applied.
+//
+// That is the default: the handler's effects commit in the handler's own
+// transactions, and the position after them, in the read's. With
+// WithEffects the position commits with the effects instead (see its doc).
 type BatchReader struct {
 	pool    *pgxpool.Pool
 	topic   string
@@ -35,6 +41,35 @@ type BatchReader struct {
 	offsets wsql.DefaultPostgreSQLOffsetsAdapter
 	// started: the group's position row exists (see Read).
 	started bool
+	// withEffects: the handler runs in the read's transaction (WithEffects).
+	withEffects bool
+}
+
+// WithEffects makes the reader hand its read transaction to the handler,
+// so that the effects and the position commit together, in one COMMIT:
+// exactly-once processing inside one database (CONSUMER_POSITION=
+// with-effects). Each message's context carries the transaction
+// (postgres.WithEnclosingTx): the handler's postgres.InTx steps become
+// savepoints of it, and a postgres.Routed pool runs its other statements on
+// it. Then a crash anywhere in a batch leaves nothing of it, effects and
+// log included, and the batch comes again as if never read; a batch that
+// commits is never read again.
+//
+// What it does not remove: the duplicates already in the topic (a webhook
+// delivered twice is two messages; the relay is at least once; an operator
+// re-enqueues), a COMMIT whose answer was lost (the reader cannot tell
+// whether it happened, and reads again), and whatever the handler did
+// outside the database (the provider's e-mail): the guards stay, each on
+// its effect. The read runs READ COMMITTED, not REPEATABLE READ as
+// watermill-sql's does: the state check's UPDATE ... WHERE status =
+// 'pending' must re-check a row another transaction changed meanwhile, and
+// under REPEATABLE READ it would fail with a serialization error instead.
+// A statement that fails outside the handler's savepoints aborts the read's
+// transaction: its commit fails, and the whole batch comes again, with
+// nothing of the attempt kept.
+func (r *BatchReader) WithEffects() *BatchReader {
+	r.withEffects = true
+	return r
 }
 
 // NewLaneBatchReader returns a reader of lane lane of lanes of topic, by
@@ -114,7 +149,11 @@ func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Mess
 		}
 		r.started = true
 	}
-	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	iso := pgx.RepeatableRead // watermill-sql's
+	if r.withEffects {
+		iso = pgx.ReadCommitted // see WithEffects
+	}
+	tx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
 	if err != nil {
 		return 0, 0, fmt.Errorf("read %s as %s: begin: %w", r.topic, r.group, err)
 	}
@@ -150,6 +189,9 @@ func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Mess
 	msgs := make([]*message.Message, len(batch))
 	for i, row := range batch {
 		msgs[i] = row.Msg
+		if r.withEffects {
+			msgs[i].SetContext(postgres.WithEnclosingTx(msgs[i].Context(), tx))
+		}
 	}
 	done = min(max(handle(msgs), 0), len(batch))
 	if done > 0 {
@@ -159,8 +201,9 @@ func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Mess
 		if err != nil {
 			return 0, 0, err
 		}
-		// The handler's own transactions have committed; the position
-		// commits now, on a context that outlives a shutdown in between.
+		// The handler's own transactions have committed (or, WithEffects,
+		// are savepoints of tx); the position commits now, on a context
+		// that outlives a shutdown in between.
 		if _, err := tx.Exec(context.WithoutCancel(ctx), ack.Query, ack.Args...); err != nil {
 			return 0, 0, fmt.Errorf("move the position of %s past %d message(s): %w", r.group, done, err)
 		}

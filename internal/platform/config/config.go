@@ -56,7 +56,19 @@ type Config struct {
 	// transaction (CONSUMER_BATCH_SIZE, 1..MaxConsumerBatchSize, default 1:
 	// one message per transaction, the per-message path).
 	ConsumerBatchSize int
+
+	// ConsumerPosition is where a batch consumer's position commits
+	// (CONSUMER_POSITION): PositionSeparate (default), in the reader's own
+	// transaction after the handler's; PositionWithEffects, in one
+	// transaction with the effects (the postgres broker, batch mode).
+	ConsumerPosition string
 }
+
+// Values of CONSUMER_POSITION.
+const (
+	PositionSeparate    = "separate"
+	PositionWithEffects = "with-effects"
+)
 
 // MaxConsumerBatchSize bounds CONSUMER_BATCH_SIZE: a batch is held in
 // memory and locks its orders until its transaction ends.
@@ -69,7 +81,7 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
 	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
-	"CONSUMER_BATCH_SIZE",
+	"CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
 }
 
 // Load fills a Config from getenv with the documented defaults and validates
@@ -107,6 +119,15 @@ func Load(getenv func(string) string) (Config, error) {
 	case BrokerPostgres, BrokerAMQP, BrokerNATS:
 	default:
 		return Config{}, fmt.Errorf("BROKER=%q: want postgres, amqp or nats", cfg.Broker)
+	}
+	switch cfg.ConsumerPosition = cmp.Or(getenv("CONSUMER_POSITION"), PositionSeparate); {
+	case cfg.ConsumerPosition == PositionSeparate:
+	case cfg.ConsumerPosition != PositionWithEffects:
+		return Config{}, fmt.Errorf("CONSUMER_POSITION=%q: want %s (the default) or %s", cfg.ConsumerPosition, PositionSeparate, PositionWithEffects)
+	case cfg.Broker != BrokerPostgres:
+		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs BROKER=postgres: the position can commit with the effects only where both live in one database (BROKER=%s)", PositionWithEffects, cfg.Broker)
+	case cfg.ConsumerBatchSize < 2:
+		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs CONSUMER_BATCH_SIZE above 1: it is a mode of the batch reader (set CONSUMER_BATCH_SIZE=100, say)", PositionWithEffects)
 	}
 	if !prefixRe.MatchString(cfg.BrokerPrefix) {
 		return Config{}, fmt.Errorf("BROKER_PREFIX=%q: use at most 40 lower-case letters, digits and underscores", cfg.BrokerPrefix)

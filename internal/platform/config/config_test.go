@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,5 +103,35 @@ func TestWebhookSecretFor(t *testing.T) {
 		if err != nil || string(secret) != tt.want || kind != tt.kind {
 			t.Errorf("secret %q, dev %q, devRun %v: got %q %q %v, want %q %q", tt.secret, tt.dev, tt.devRun, secret, kind, err, tt.want, tt.kind)
 		}
+	}
+}
+
+// CONSUMER_POSITION is separate unless set; with-effects only with the
+// postgres broker in batch mode, and every refusal says what to set.
+func TestConsumerPosition(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want string // "": refused
+		says string // part of the refusal
+	}{
+		{map[string]string{}, config.PositionSeparate, ""},
+		{map[string]string{"CONSUMER_POSITION": "separate", "BROKER": "amqp"}, config.PositionSeparate, ""},
+		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100"}, config.PositionWithEffects, ""},
+		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100", "BROKER": "nats"}, "", "needs BROKER=postgres"},
+		{map[string]string{"CONSUMER_POSITION": "with-effects"}, "", "needs CONSUMER_BATCH_SIZE above 1"},
+		{map[string]string{"CONSUMER_POSITION": "in-tx"}, "", "want separate (the default) or with-effects"},
+	} {
+		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {
+			cfg, err := config.Load(func(k string) string { return tt.env[k] })
+			if tt.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "CONSUMER_POSITION") || !strings.Contains(err.Error(), tt.says) {
+					t.Fatalf("Load error = %v, want one naming CONSUMER_POSITION and saying %q", err, tt.says)
+				}
+				return
+			}
+			if err != nil || cfg.ConsumerPosition != tt.want {
+				t.Fatalf("ConsumerPosition = %q, %v; want %q", cfg.ConsumerPosition, err, tt.want)
+			}
+		})
 	}
 }

@@ -19,7 +19,15 @@ var _ Beginner = (*pgxpool.Pool)(nil)
 // InTx runs fn in a READ COMMITTED transaction and commits when fn returns
 // nil. Any error from fn, and any panic, rolls the transaction back. A failed
 // commit is reported as such: the caller must not assume its writes happened.
+//
+// When ctx carries an enclosing transaction (WithEnclosingTx), fn runs in a
+// savepoint of it instead, whatever db is: an error rolls back to the
+// savepoint, and success releases fn's writes into the enclosing
+// transaction, which commits them, or not, later (see enclosing.go).
 func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) (err error) {
+	if enclosing, ok := EnclosingTx(ctx); ok {
+		db = enclosing
+	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
