@@ -46,7 +46,9 @@ import (
 // The publisher owns one connection; the subscribers and Provision share a
 // second one, as RabbitMQ advises: a publisher slowed down by flow control
 // must not stall the consumers. Both reconnect on their own with backoff;
-// Ping reports not ready while either is down. ctx is unused: watermill-amqp
+// Ping reports not ready while either is down. Each batch source
+// (CONSUMER_BATCH_SIZE > 1, amqpBatchSource) dials a connection of its own
+// and reads the group's same queue with prefetch N. ctx is unused: watermill-amqp
 // dials without a context (amqp091's dial times out after 30 s).
 func newAMQP(ctx context.Context, url string, logger watermill.LoggerAdapter) (*Broker, error) {
 	pubConfig := amqp.NewDurablePubSubConfig(url, nil) // a publisher names no queue
@@ -67,6 +69,9 @@ func newAMQP(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 		Publisher: pub,
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return newSubscriber(group)
+		},
+		batchSource: func(topic, group string, size int) (BatchSource, error) {
+			return newAMQPBatchSource(url, topic, group, size), nil
 		},
 		provision: func(topic, group string) (err error) {
 			sub, err := newSubscriber(group)
