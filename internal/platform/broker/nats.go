@@ -63,6 +63,9 @@ const (
 // AckWaitTimeout equals natsAckWait: watermill gives up on a handler when the
 // server redelivers its message.
 //
+// In batch mode (CONSUMER_BATCH_SIZE > 1) natsBatchSource reads the same
+// durable, and raises its MaxAckPending to the batch size (see natsbatch.go).
+//
 // Ping reports the publisher connection's status; connections reconnect
 // forever (MaxReconnects -1) instead of nats.go's default of 60 attempts.
 func newNATS(ctx context.Context, url string, logger watermill.LoggerAdapter) (*Broker, error) {
@@ -110,6 +113,9 @@ func newNATS(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 				return nil, fmt.Errorf("create nats subscriber: %w", err)
 			}
 			return natsSubscriber{Subscriber: sub, group: group, provision: provision}, nil
+		},
+		batchSource: func(topic, group string, size int) (BatchSource, error) {
+			return newNATSBatchSource(js, url, topic, group, size)
 		},
 		provision: provision,
 		ping: func(context.Context) error {
