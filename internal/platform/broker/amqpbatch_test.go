@@ -63,11 +63,41 @@ func TestAMQPBatchReadsInOrderAndAcksOnlyTheSettled(t *testing.T) {
 	if slices.Max(sizes) < 2 {
 		t.Errorf("batch sizes %v: none had more than one message", sizes)
 	}
-	if firstOfSecond[0] != got[min(7, sizes[0]-1)] || firstOfSecond[1] != "true" {
+	if len(firstOfSecond) != 2 || firstOfSecond[0] != got[min(7, sizes[0]-1)] || firstOfSecond[1] != "true" {
 		t.Errorf("second batch began with %v, want the first handed back, redelivered", firstOfSecond)
 	}
 	if ready, consumers := amqpQueueState(t, bb.topic+"_"+group); ready != 0 || consumers != 0 {
 		t.Errorf("after the loop: %d message(s) in the queue, %d consumer(s); want none", ready, consumers)
+	}
+}
+
+// Stopping while a batch is handled finishes it and acks it before the
+// connection closes: nothing of it comes again.
+func TestAMQPBatchStoppingMidBatchFinishesAndAcksIt(t *testing.T) {
+	t.Parallel()
+	const group = "g"
+	bb := setup(t, config.BrokerAMQP, group)
+	bb.provision(t, group)
+	want := uuids(bb.publish(t, 5))
+	src, err := bb.b.BatchReader(bb.topic, group, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ctx, shutdown := context.WithCancel(t.Context())
+	stop := runBatchLoop(ctx, src, func(msgs []*message.Message) int {
+		shutdown() // SIGTERM while the batch is applied
+		time.Sleep(50 * time.Millisecond)
+		got = append(got, uuids(msgs)...)
+		return len(msgs)
+	}, func(err error) { t.Errorf("read failed: %v", err) })
+	waitFor(t, "the loop to stop", func() bool { return ctx.Err() != nil })
+	stop()
+	if !slices.Equal(got, want) {
+		t.Fatalf("handled %v, want %v", got, want)
+	}
+	if ready, consumers := amqpQueueState(t, bb.topic+"_"+group); ready != 0 || consumers != 0 {
+		t.Errorf("after stopping: %d message(s) in the queue, %d consumer(s); want none", ready, consumers)
 	}
 }
 
@@ -224,13 +254,15 @@ func runBatchLoop(ctx context.Context, src broker.BatchSource, handle func([]*me
 	return func() { cancel(); <-returned }
 }
 
-// waitFor polls cond for up to 90s.
+// waitFor polls cond for up to 90s; on time out the test fails and goes
+// on, so that its checks say what came instead.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 90s", what)
+			t.Errorf("still waiting for %s after 90s", what)
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
