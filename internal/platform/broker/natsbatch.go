@@ -47,10 +47,13 @@ const natsBatchLinger = 5 * time.Millisecond
 // order of the naks, before any message it has not sent yet; messages it
 // has already sent (in flight to any member) are not called back. So when
 // a batch does not settle in full, the source naks the unsettled ones and
-// then every message waiting in its buffer behind them: for a lone member
-// the next batch begins where this one stopped. With several members no
+// then every message waiting in its buffer behind them, before it acks the
+// settled: for a lone member the next batch begins where this one stopped
+// (but for a message published in that instant). With several members no
 // order holds across them, as with the per-message subscriber, which naks
 // a failed message while up to MaxAckPending-1 later ones are already out.
+// The guards do not depend on it; BatchLoop's "none is settled past an
+// unsettled one" holds within a batch.
 type natsBatchSource struct {
 	url     string
 	stream  string // the (prefixed) topic: stream and subject
@@ -83,12 +86,16 @@ func newNATSBatchSource(js nats.JetStreamManager, url, topic, group string, size
 
 // Loop reads batches and hands them to handle until ctx ends (see
 // BatchSource). A read waits up to poll for its first message, so an empty
-// read has waited already. After a failed connection, subscription or ack
-// (reported to failed) it drops the subscription and resubscribes after
-// backoff (doubling to 2s); messages it had not acked come again after
-// their AckWait. A batch in flight when ctx ends is finished and acked,
-// then the subscription ends, and the messages waiting in its buffer are
-// nak'd so that they come again at once.
+// read has waited already. The connection reconnects by itself
+// (natsConnect) and the subscription survives that; a connection, a
+// subscription or an ack that fails (the server unreachable at start, the
+// durable gone, an AckSync unanswered during an outage) is reported to
+// failed, and Loop closes its connection and subscribes again on a new one
+// after backoff (doubling to 2s). Nothing is lost: what it had not acked
+// the server sends again after AckWait, and the guards absorb the repeat.
+// A batch in flight when ctx ends is finished and acked, then the
+// subscription ends, and the messages waiting in its buffer are nak'd so
+// that they come again at once.
 func (s *natsBatchSource) Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error)) {
 	poll = cmp.Or(poll, 100*time.Millisecond)
 	first := cmp.Or(backoff, 100*time.Millisecond)
@@ -198,11 +205,14 @@ collect:
 	}
 	// Once handed out, a batch is finished and acked even if ctx ends.
 	done = min(max(handle(msgs), 0), len(batch))
+	if done < len(batch) {
+		// Nak before the acks: an ack frees a slot of MaxAckPending, and a
+		// slot freed while the rest are not yet nak'd would let the server
+		// push a later message ahead of them.
+		b.nakFrom(batch[done:])
+	}
 	if err := ackSettled(batch[:done]); err != nil {
 		return 0, 0, err
-	}
-	if done < len(batch) {
-		b.nakFrom(batch[done:])
 	}
 	return len(batch), done, nil
 }
@@ -211,7 +221,11 @@ collect:
 // and the last with AckSync: one round trip per batch. The server applies
 // one connection's acks to a consumer in the order it reads them, so its
 // answer to the last means it has applied them all before the next batch.
-// (An ack lost in a failure costs a redelivery, which the guards absorb.)
+// Measured on one host (nats-server 2.9, 500 acks): AckSync on each took
+// 48ms, a round trip per message; acks and a Flush 1.4ms, but the consumer
+// still showed 500 pending right after (the server had read the acks, not
+// applied them); acks and AckSync on the last 1.5ms, 0 pending. An ack lost
+// in a failure costs a redelivery, which the guards absorb.
 func ackSettled(settled []*nats.Msg) error {
 	for i, m := range settled {
 		ack := m.Ack
@@ -227,9 +241,12 @@ func ackSettled(settled []*nats.Msg) error {
 
 // nakFrom naks unsettled, then every message waiting in the buffer behind
 // them, in order, so they come again in that order (see natsBatchSource).
-// A nak lost in a failure only means the message comes again after its
-// AckWait instead of at once.
+// It flushes first: the server answers after what it had already pushed,
+// so those messages are in the buffer, not on the wire. A nak lost in a
+// failure only means the message comes again after its AckWait instead
+// of at once.
 func (b *natsBatchSub) nakFrom(unsettled []*nats.Msg) {
+	_ = b.nc.Flush()
 	for _, m := range unsettled {
 		_ = m.Nak()
 	}
@@ -243,8 +260,11 @@ func (b *natsBatchSub) nakFrom(unsettled []*nats.Msg) {
 	}
 }
 
-// close ends the subscription (the durable stays), naks what was pushed
-// and not handed out, and closes the connection, which flushes the naks.
+// close ends the subscription (the durable stays: it was bound, not
+// created), naks what was pushed and not handed out, so it comes again at
+// once, and closes the connection. It unsubscribes first, or the server
+// would push the nak'd messages straight back; what was on the wire then
+// is dropped by nats.go and comes again after AckWait.
 func (b *natsBatchSub) close() {
 	if b == nil {
 		return
