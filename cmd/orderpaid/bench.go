@@ -28,7 +28,7 @@ func runBench(e env) error {
 	senders := fs.Int("senders", 16, "concurrent webhook senders")
 	ceilingWorkers := fs.Int("ceiling-workers", 16, "goroutines running the ceiling transaction")
 	runs := fs.String("runs", "off,half", "runs besides the ceiling and guards on, comma-separated: off (guards off), half (half load)")
-	batch := fs.Int("batch", 0, "also run guards on (and off, with --runs off) in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE; postgres broker)")
+	batch := fs.Int("batch", 0, "also run guards on (and off, with --runs off) in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE)")
 	repeat := fs.Int("repeat", 1, "run guards on and guards off this many times, alternately; the targets use the medians")
 	inboxRows := fs.Int("inbox-rows", 0, "also run with this many old rows in each inbox (the target is judged at 5000000)")
 	backfill := fs.Int("backfill", 0, "also run a backfill of this many paid orders and report the worker's peak RSS (the target is judged at 1000000)")

@@ -27,7 +27,7 @@ func runSoak(e env) error {
 	duplicates := fs.Float64("duplicates", 0.3, "share of orders whose webhook is delivered twice (0 to 1)")
 	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
 	workers := fs.Int("workers", 2, "worker processes kept running")
-	batch := fs.Int("batch", 0, "run the workers in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE; needs --broker postgres)")
+	batch := fs.Int("batch", 0, "run the workers in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE)")
 	rate := fs.Float64("rate", 200, "webhooks per second")
 	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often")
 	restartEvery := fs.Duration("restart-every", 7*time.Second, "restart a random worker gracefully (SIGTERM: its relay too) this often")

@@ -120,6 +120,15 @@ func (r Report) Targets() []Target {
 	if ons > 0 {
 		out = append(out, Target{"end to end >= 0.4 x ceiling", fmt.Sprintf("%.2f x (%.0f of %.0f/s%s)", on/ceiling, on, ceiling, medianOf(ons)), on/ceiling >= 0.4})
 	}
+	if runs := r.runsNamed("guards on"); ons > 0 && r.Cores > 0 {
+		// Waiting against work: how close one message per transaction
+		// comes to what its own CPU per order allows (cpubudget.go).
+		per := medianDuration(runs, Result.CPUPerOrder)
+		if bound := float64(r.Cores) / per.Seconds(); per > 0 {
+			out = append(out, Target{"per message, guards on >= 0.9 x its CPU bound",
+				fmt.Sprintf("%.2f x (%.0f of %.0f/s at %s of CPU per order)", on/bound, on, bound, ms(per)), on/bound >= 0.9})
+		}
+	}
 	if off, offs := r.median("guards off"); ons > 0 && offs > 0 {
 		out = append(out, Target{"guards on >= 0.9 x guards off", fmt.Sprintf("%.2f x (%.0f vs %.0f/s%s)", on/off, on, off, medianOf(offs)), on/off >= 0.9})
 	}

@@ -21,6 +21,16 @@ func commitAckLost() *Scenario {
 		Without: map[string]Expect{
 			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
 		},
+		WithEffects: &Difference{
+			Why: "the lost COMMIT is the batch's own, and the position was in it: the worker never heard of it, " +
+				"but reads on from where the position is, past the message, so nothing runs again",
+			Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 1)),
+				Note: "each effect once, and one execution: the unheard-of commit moved the position too"},
+			Without: map[string]Expect{
+				guardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 1)),
+					Note: "no damage without the state check: nothing repeated"},
+			},
+		},
 		Run: func(ctx context.Context, s *Stage) error {
 			// The worker reaches the database through a proxy that reads
 			// PostgreSQL's messages and closes the connection in place of the

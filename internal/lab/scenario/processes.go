@@ -141,6 +141,19 @@ func twoWorkers() *Scenario {
 			},
 		},
 		Settled: func(c Counts) bool { return c.ExecOrderConfirmed >= 2 },
+		WithEffects: &Difference{
+			Why: "the expired lease is the batch's transaction, and it takes the first worker's run with it " +
+				"(inbox row, log and all): one execution is left, the second worker's, whose call the provider's key answers",
+			Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 1)),
+				Note: "each effect once, and one execution: the first worker's run was rolled back with its lease"},
+			Without: map[string]Expect{
+				guardProviderKey: {
+					Damage: "two e-mails: the first worker's call had gone out before its lease and its run ended",
+					Checks: once(1, eq(ExecOrderConfirmed, 1), eq(Notified, 2)),
+				},
+			},
+			Settled: func(c Counts) bool { return c.ExecOrderConfirmed >= 1 && c.Notified >= 1 },
+		},
 		Run: func(ctx context.Context, s *Stage) error {
 			// With the postgres broker a delivery is leased by the
 			// subscriber's transaction. A session idle in that transaction

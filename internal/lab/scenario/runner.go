@@ -134,6 +134,7 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 	start := time.Now()
 	r = Result{Scenario: c.Scenario.Name, Without: c.Without, Repeated: c.Scenario.Repeated}
 	defer func() { r.Elapsed = time.Since(start) }()
+	c.Scenario = c.Scenario.inMode(cfg.Env)
 	var err error
 	if r.Expect, err = c.Scenario.Expectation(c.Without); err != nil {
 		r.Err = err
@@ -144,15 +145,9 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 		r.NotApplicable = fmt.Sprintf("runs on the %s broker only (run it with --broker %s): %s", c.Scenario.Broker, c.Scenario.Broker, reason)
 		return r
 	}
-	if n, _ := strconv.Atoi(cfg.Env["CONSUMER_BATCH_SIZE"]); n > 1 {
-		switch {
-		case cfg.Broker != "postgres":
-			r.NotApplicable = "batch mode (CONSUMER_BATCH_SIZE above 1) reads the postgres broker only, for now"
-			return r
-		case c.Scenario.PerMessageOnly != "":
-			r.NotApplicable = "per-message mode only (CONSUMER_BATCH_SIZE=1): " + c.Scenario.PerMessageOnly
-			return r
-		}
+	if n, _ := strconv.Atoi(cfg.Env["CONSUMER_BATCH_SIZE"]); n > 1 && c.Scenario.PerMessageOnly != "" {
+		r.NotApplicable = "per-message mode only (CONSUMER_BATCH_SIZE=1): " + c.Scenario.PerMessageOnly
+		return r
 	}
 	if len(cfg.BrokerPrefix) > maxScenarioPrefix {
 		r.Err = fmt.Errorf("BROKER_PREFIX %q is %d characters: the scenario runner adds 12 of its own to it for each scenario, so use at most %d",

@@ -33,12 +33,45 @@ type Scenario struct {
 	// batch mode (CONSUMER_BATCH_SIZE above 1 in Config.Env): its run is
 	// then not applicable, with that reason.
 	PerMessageOnly string
+	// WithEffects, when set, is what the scenario shows instead when the
+	// batch reader's position commits with the effects (CONSUMER_POSITION=
+	// with-effects in Config.Env), and why: a repeat that came from the
+	// gap between the effects' commit and the position's is gone there.
+	WithEffects *Difference
 	// Settled says the flow has run its course: the runner waits for it, then
 	// for a quiet period with no count changing. Nil: one order_confirmed
 	// execution per order.
 	Settled func(Counts) bool
 	// Run sets up the processes, drives the flow and injects the fault.
 	Run func(ctx context.Context, s *Stage) error
+}
+
+// Difference is a scenario's outcome in another mode of the worker.
+type Difference struct {
+	// Why the counts differ, in a sentence (docs/scenarios.md's table).
+	Why string
+	// Protected and Settled replace the scenario's own in that mode;
+	// Without, when set, its expected damages.
+	Protected Expect
+	Without   map[string]Expect
+	Settled   func(Counts) bool
+}
+
+// inMode returns s as it runs with the worker configured by env.
+func (s *Scenario) inMode(env map[string]string) *Scenario {
+	if s.WithEffects == nil || env["CONSUMER_POSITION"] != "with-effects" {
+		return s
+	}
+	m := *s
+	d := s.WithEffects
+	m.Protected = d.Protected
+	if d.Without != nil {
+		m.Without = d.Without
+	}
+	if d.Settled != nil {
+		m.Settled = d.Settled
+	}
+	return &m
 }
 
 // Expect is an expected outcome: checks on the counts, and the damage they

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -82,6 +83,44 @@ func TestScenariosInBatchMode(t *testing.T) {
 				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
 			}
 		})
+	}
+}
+
+// TestScenariosWithThePositionInTheEffectsTransaction runs, with the batch
+// reader's position committed with the effects (CONSUMER_POSITION=
+// with-effects), the scenarios whose counts differ in that mode (their
+// WithEffects) and those that cut a worker short between its effects and
+// its acknowledgement: each effect once in every one, and where the
+// repeat came from that gap, one execution instead of two.
+func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
+	t.Parallel()
+	requirePostgres(t)
+	cfg := scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres",
+		Env: map[string]string{"CONSUMER_BATCH_SIZE": "20", "CONSUMER_POSITION": "with-effects"}}
+	cut := []string{"partial-failure", "transient-retry", "commit-no-ack", "worker-restart", "graceful-restart",
+		"short-order-refunded", "broker-redelivery"}
+	ran := 0
+	for _, s := range scenario.Catalogue() {
+		if s.WithEffects == nil && !slices.Contains(cut, s.Name) {
+			continue
+		}
+		ran++
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s})
+			if r.NotApplicable != "" {
+				t.Fatalf("not applicable: %s", r.NotApplicable)
+			}
+			if r.Err != nil {
+				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+			}
+			if !r.OK() {
+				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
+			}
+		})
+	}
+	if ran < len(cut)+2 {
+		t.Errorf("ran %d scenarios, want the %d cut ones and at least 2 that differ", ran, len(cut))
 	}
 }
 

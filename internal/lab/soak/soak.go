@@ -43,7 +43,7 @@ type Config struct {
 	// SKU (stockSKU), so that reservations and releases run under the load.
 	Refunds float64
 	// BatchSize, above 1, runs the workers in batch mode
-	// (CONSUMER_BATCH_SIZE; the postgres broker only).
+	// (CONSUMER_BATCH_SIZE).
 	BatchSize int
 	// Workers is the number of worker processes kept running (default 2).
 	Workers int

@@ -55,12 +55,16 @@ type BatchReader struct {
 // log included, and the batch comes again as if never read; a batch that
 // commits is never read again.
 //
+// A COMMIT whose answer was lost is no repeat either: the reader cannot
+// tell whether it happened, and reads again from wherever the position is,
+// which is the truth.
+//
 // What it does not remove: the duplicates already in the topic (a webhook
 // delivered twice is two messages; the relay is at least once; an operator
-// re-enqueues), a COMMIT whose answer was lost (the reader cannot tell
-// whether it happened, and reads again), and whatever the handler did
-// outside the database (the provider's e-mail): the guards stay, each on
-// its effect. The read runs READ COMMITTED, not REPEATABLE READ as
+// re-enqueues; a backfill runs twice), a run the handler itself asks to
+// repeat (a transient failure after its effects), and whatever the handler
+// did outside the database (the provider's e-mail, already sent when the
+// transaction is lost): the guards stay, each on its effect. The read runs READ COMMITTED, not REPEATABLE READ as
 // watermill-sql's does: the state check's UPDATE ... WHERE status =
 // 'pending' must re-check a row another transaction changed meanwhile, and
 // under REPEATABLE READ it would fail with a serialization error instead.
