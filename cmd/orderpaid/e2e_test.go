@@ -23,6 +23,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// TestEndToEndInBatchMode is TestEndToEnd with the worker in batch mode
+// (CONSUMER_BATCH_SIZE=20), on each broker's batch source: postgres's
+// read transaction, RabbitMQ's prefetch window, the JetStream durable.
+func TestEndToEndInBatchMode(t *testing.T) {
+	t.Parallel()
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testEndToEnd(t, merge(brokerEnv(t, b.name), map[string]string{"CONSUMER_BATCH_SIZE": "20"}))
+		})
+	}
+}
+
 func testEndToEnd(t *testing.T, brokerEnv map[string]string) {
 	_, dbURL := pgtest.NewDatabase(t)
 	out := newAddrWatcher("api", "fakes")
