@@ -11,7 +11,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -59,16 +58,19 @@ import (
 // failed) meets its guards again and answers already_applied. Each
 // attempt that failed is in the execution log, as a failed run is.
 //
-// With any lab lever switching a guard off, every message goes through
-// HandleOrderPaid one by one: the mistakes the levers select are written
-// per message (levers.go), and so the batch mode shows exactly the damage
-// of the per-message path. The fault points fire per message.
+// A lab lever switching a guard off keeps the batch set-based: the step
+// makes the guard's mistake for the whole set instead (batch_levers.go),
+// with exactly the damage of the per-message path, and every other guard
+// stays on. Where the guard is the reason for the dedupe by order, the
+// dedupe goes with it: without the state check every message of an order
+// moves it again; without the ledger key every message carries its own
+// key. The fault points fire per message.
 func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {
 		return errs
 	}
-	if len(msgs) == 1 || c.anyGuardOff() {
+	if len(msgs) == 1 {
 		for i, m := range msgs {
 			errs[i] = c.HandleOrderPaid(m)
 		}
@@ -103,16 +105,6 @@ func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 	return errs
 }
 
-// anyGuardOff reports whether the lab has switched any guard off.
-func (c *Consumers) anyGuardOff() bool {
-	for _, g := range levers.GuardNames() {
-		if c.levers.Off(levers.Guard(g)) {
-			return true
-		}
-	}
-	return false
-}
-
 // batch is one attempt at a batch: its messages, and its distinct orders.
 type batch struct {
 	// ctx carries the cancellation of the delivery, but no span: a
@@ -123,6 +115,11 @@ type batch struct {
 	orders []*batchOrder // distinct, in the order of their first message
 	byID   map[uuid.UUID]*batchOrder
 	ids    []uuid.UUID // the orders' ids, for the statements
+	// unsent are the messages whose confirmation waits for the commit of
+	// step 1 (levers.Outbox off): publishBatchIfOutboxOff sends them.
+	unsent []*batchItem
+	// commission is step 2's answer for each ledger key.
+	commission map[string]effect.Outcome
 }
 
 // batchItem is one message of a batch and its execution.
@@ -130,6 +127,19 @@ type batchItem struct {
 	msg *message.Message
 	ctx context.Context // the message's own, with its order id
 	run *execution
+	// moved: this message moved its order to paid (the state check's
+	// applied): it records the transition and enqueues the confirmation.
+	moved bool
+	paid  step // its state check's step
+	// confirmation is the order_confirmed this message moved its order
+	// for, when it waits to be published after the commit (levers.Outbox
+	// off, enqueueConfirmationsBatch); nil otherwise.
+	confirmation *message.Message
+	// key is the ledger key of the commission this message credits in step
+	// 2 (commissionKeys); carries: it is the first message of the batch
+	// holding that key, and its row is the one inserted.
+	key     string
+	carries bool
 	// done: err is the message's answer, and its execution is recorded.
 	done bool
 	err  error
@@ -143,24 +153,20 @@ type batchOrder struct {
 	items []*batchItem
 	row   queries.OrderLockBatchRow
 	known bool // the order exists (row was read)
-	moved bool // the state check moved it now
+	moved bool // the state check moved it now (one of its items moved)
 	// fulfil: paid, not being refunded, not compensated; step 2 is for it.
 	fulfil bool
 	// stock is the leader's stock_reserved answer ("" when none).
 	stock effect.Outcome
-	// carrier is the message whose run credits the commission in step 2:
-	// the first of items still standing after step 1.
-	carrier *batchItem
-	// commission is step 2's answer for the carrier.
-	commission effect.Outcome
 }
 
 // newBatch decodes msgs and groups them by order. A message that cannot be
 // decoded is answered at once: permanent, for it alone.
 func (c *Consumers) newBatch(msgs []*message.Message) *batch {
 	b := &batch{
-		ctx:  trace.ContextWithSpanContext(msgs[0].Context(), trace.SpanContext{}),
-		byID: map[uuid.UUID]*batchOrder{},
+		ctx:        trace.ContextWithSpanContext(msgs[0].Context(), trace.SpanContext{}),
+		byID:       map[uuid.UUID]*batchOrder{},
+		commission: map[string]effect.Outcome{},
 	}
 	for _, m := range msgs {
 		it := &batchItem{msg: m, ctx: m.Context(), run: c.newExecution(HandlerOrderPaid, m.UUID)}
@@ -199,23 +205,20 @@ func (c *Consumers) applyBatch(b *batch) error {
 		return fmt.Errorf("step 1, mark paid: %w", err)
 	}
 	c.afterMarkPaid(b)
+	c.publishBatchIfOutboxOff(b)
+	c.commissionKeys(b)
 	if err := c.batchReleaseCommission(b); err != nil {
 		return fmt.Errorf("step 2, release commission: %w", err)
 	}
 	for _, o := range b.orders {
-		if o.carrier == nil {
-			continue
-		}
-		later := false
 		for _, it := range o.items {
 			if it.done {
 				continue
 			}
-			if later {
+			if !it.carries { // a later message holding the carrier's key
 				_, s := it.run.begin(it.ctx, effect.Commission, effect.LedgerKey)
-				s.end(asLater(o.commission))
+				s.end(asLater(b.commission[it.key]))
 			}
-			later = true
 			c.finish(it, c.levers.Hit(FaultBeforeAck))
 		}
 	}
@@ -224,8 +227,8 @@ func (c *Consumers) applyBatch(b *batch) error {
 
 // afterMarkPaid answers, once step 1 has committed, the messages that have
 // nothing left to do (unknown, refunded, being refunded or compensated
-// orders), fires the fault point between the steps for each message, and
-// picks each order's carrier for step 2.
+// orders), and fires the fault point between the steps for each message.
+// The messages it leaves standing are for step 2.
 func (c *Consumers) afterMarkPaid(b *batch) {
 	for _, o := range b.orders {
 		for _, it := range o.items {
@@ -238,8 +241,6 @@ func (c *Consumers) afterMarkPaid(b *batch) {
 				c.finish(it, err)
 			case !o.fulfil:
 				c.finish(it, nil) // nothing to credit for an order given back
-			case o.carrier == nil:
-				o.carrier = it
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,8 +23,8 @@ const maxProviderCalls = 8
 // guards of HandleOrderConfirmed in their set-based form, and returns one
 // error per message, in msgs' order, as HandleOrderPaidBatch does:
 //
-//   - the inbox, one look-up for the batch (ConsumerInboxSeenBatch): a
-//     message handled before is acknowledged without a call;
+//   - the inbox, one look-up for the batch (inboxSeenBatch): a message
+//     handled before is acknowledged without a call;
 //   - the provider's Idempotency-Key, the message id, on each call; the
 //     calls of a batch run side by side, at most maxProviderCalls at once,
 //     each on its own (a refusal, a "not now" or no answer is that
@@ -35,31 +36,87 @@ const maxProviderCalls = 8
 //     from its store.
 //
 // A message twice in a batch (a redelivery that caught up with the first
-// copy) is called once; the later copy answers already_applied. With any
-// lab lever switching a guard off, every message goes through
-// HandleOrderConfirmed: the mistakes are written per message.
+// copy) is called once; the later copy answers already_applied. With a lab
+// lever switching a guard off the batch stays set-based, with the damage
+// of the per-message path (batch_levers.go): without the inbox every copy
+// calls the provider, the later copies of a message after the earlier
+// ones; without the provider's key the calls carry a fresh key each.
 func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
-	if len(msgs) <= 1 || c.anyGuardOff() {
+	if len(msgs) <= 1 {
 		for i, m := range msgs {
 			errs[i] = c.HandleOrderConfirmed(m)
 		}
 		return errs
 	}
-	type item struct {
-		i                       int
-		msg                     *message.Message
-		orderID                 uuid.UUID
-		run                     *execution
-		delivered, notification step
-		sent                    notify.Sent
-		first                   int // index of the first copy of this message id in the batch
+	items, ids := c.newConfirmedItems(msgs, errs)
+	ctx := msgs[0].Context()
+	seen, dedupe, err := c.inboxSeenBatch(ctx, ids)
+	if err != nil {
+		for i, it := range items {
+			if errs[i] == nil {
+				errs[i] = c.record(it.msg.Context(), it.run, err)
+			}
+		}
+		return errs
 	}
-	items := make([]*item, len(msgs))
+	if !dedupe {
+		for _, it := range items {
+			it.first = it.i // every copy on its own: it calls too
+		}
+	}
+	c.callProvider(items, errs, seen)
+	c.logProviderAnswers(ctx, items, errs)
+	inserted := c.writeInbox(ctx, items, errs)
+	for i, it := range items {
+		switch {
+		case errs[i] != nil:
+		case it.first != i:
+			// A later copy of a message of this batch: what its redelivery
+			// would get once the first copy is done.
+			if err := errs[it.first]; err != nil {
+				errs[i] = c.record(it.msg.Context(), it.run, fmt.Errorf("the first copy of message %s in this batch failed: %w", it.msg.UUID, err))
+				continue
+			}
+			_, d := it.run.begin(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox)
+			d.end(effect.AlreadyApplied)
+			errs[i] = c.record(it.msg.Context(), it.run, nil)
+		case it.sent.ID != "":
+			outcome := effect.Applied
+			if inserted[it.msg.UUID] != it {
+				outcome = effect.AlreadyApplied
+			}
+			it.delivered.end(outcome)
+			errs[i] = c.record(it.msg.Context(), it.run, nil)
+		}
+	}
+	return errs
+}
+
+// confirmedItem is one message of an order_confirmed batch.
+type confirmedItem struct {
+	i                       int
+	msg                     *message.Message
+	orderID                 uuid.UUID
+	run                     *execution
+	delivered, notification step
+	sendCtx                 context.Context // the provider step's; nil: no call
+	sent                    notify.Sent
+	// first is the index of the first copy of this message id in the
+	// batch (i itself for the first); round counts the copies before it.
+	first, round int
+}
+
+// newConfirmedItems decodes msgs (a message that cannot be decoded is
+// answered in errs at once: permanent) and returns their items and the
+// distinct message ids of the decoded ones.
+func (c *Consumers) newConfirmedItems(msgs []*message.Message, errs []error) ([]*confirmedItem, []string) {
+	items := make([]*confirmedItem, len(msgs))
 	firstOf := map[string]int{}
+	copies := map[string]int{}
 	var ids []string
 	for i, m := range msgs {
-		it := &item{i: i, msg: m, run: c.newExecution(HandlerOrderConfirmed, m.UUID), first: i}
+		it := &confirmedItem{i: i, msg: m, run: c.newExecution(HandlerOrderConfirmed, m.UUID), first: i}
 		items[i] = it
 		p, err := messages.DecodeOrderConfirmed(m.Payload)
 		if err != nil {
@@ -69,6 +126,8 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 		it.orderID = p.OrderID
 		it.run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
 		m.SetContext(telemetry.WithOrderID(m.Context(), p.OrderID.String()))
+		it.round = copies[m.UUID]
+		copies[m.UUID]++
 		if f, dup := firstOf[m.UUID]; dup {
 			it.first = f
 			continue
@@ -76,61 +135,70 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 		firstOf[m.UUID] = i
 		ids = append(ids, m.UUID)
 	}
+	return items, ids
+}
 
-	ctx := msgs[0].Context()
-	seenList, err := c.q.ConsumerInboxSeenBatch(ctx, queries.ConsumerInboxSeenBatchParams{Consumer: HandlerOrderConfirmed, MessageIds: ids})
-	if err != nil {
-		err = fmt.Errorf("check inbox: %w", err)
-		for i, it := range items {
-			if errs[i] == nil {
-				errs[i] = c.record(it.msg.Context(), it.run, err)
-			}
-		}
-		return errs
-	}
-	seen := map[string]bool{}
-	for _, id := range seenList {
-		seen[id] = true
-	}
-
-	// The calls, for the first copy of each message not seen before.
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxProviderCalls)
+// callProvider makes the calls of the batch: for each item that stands on
+// its own (first copy, or every copy when the inbox is off) and was not
+// seen before. The calls of a round run side by side, at most
+// maxProviderCalls at once; round k holds the k-th copy of each message,
+// so a copy calls after the one before it, as its redelivery would.
+func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[string]bool) {
+	rounds := 0
 	for i, it := range items {
 		if errs[i] != nil || it.first != i {
 			continue
 		}
 		mctx := it.msg.Context()
-		var inboxCtx = mctx
+		var inboxCtx context.Context
 		inboxCtx, it.delivered = it.run.begin(mctx, effect.ConfirmationDelivered, effect.Inbox)
 		if seen[it.msg.UUID] {
 			it.delivered.end(effect.AlreadyApplied)
 			errs[i] = c.record(mctx, it.run, nil)
 			continue
 		}
-		sendCtx, notification := it.run.begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
-		it.notification = notification
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			sent, err := c.notifier.Send(sendCtx, it.msg.UUID, it.orderID, notify.TemplateOrderConfirmed)
-			switch {
-			case errors.Is(err, notify.ErrRejected):
-				errs[it.i] = c.record(mctx, it.run, permanent(err))
-			case err != nil:
-				errs[it.i] = c.record(mctx, it.run, err)
-				notify.WaitRetryAfter(mctx, errs[it.i])
-			default:
-				it.sent = sent
-			}
-		}()
+		it.sendCtx, it.notification = it.run.begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
+		rounds = max(rounds, it.round+1)
 	}
-	wg.Wait()
+	slots := make(chan struct{}, maxProviderCalls)
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for i, it := range items {
+			if errs[i] != nil || it.first != i || it.round != round || it.sendCtx == nil {
+				continue
+			}
+			wg.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				c.send(it, errs)
+			}()
+		}
+		wg.Wait()
+	}
+}
 
-	// The answers in one statement, then the fault point per message, then
-	// the inbox rows in one statement.
+// send makes the call of it and keeps the answer in it.sent, or its error
+// in errs.
+func (c *Consumers) send(it *confirmedItem, errs []error) {
+	mctx := it.msg.Context()
+	sent, err := c.notifier.Send(it.sendCtx, it.msg.UUID, it.orderID, notify.TemplateOrderConfirmed)
+	switch {
+	case errors.Is(err, notify.ErrRejected):
+		errs[it.i] = c.record(mctx, it.run, permanent(err))
+	case err != nil:
+		errs[it.i] = c.record(mctx, it.run, err)
+		notify.WaitRetryAfter(mctx, errs[it.i])
+	default:
+		it.sent = sent
+	}
+}
+
+// logProviderAnswers writes the provider's answers of the batch in one
+// statement, and then, for each message answered, ends its provider step
+// and fires the fault point between the call and the inbox row.
+func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedItem, errs []error) {
 	var log queries.NotificationLogInsertBatchParams
 	log.Template = notify.TemplateOrderConfirmed
 	for i, it := range items {
@@ -153,8 +221,6 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 			}
 		}
 	}
-	var inbox queries.ConsumerInboxInsertBatchParams
-	inbox.Consumer = HandlerOrderConfirmed
 	for i, it := range items {
 		if errs[i] != nil || it.first != i || it.sent.ID == "" {
 			continue
@@ -166,47 +232,44 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 		it.notification.end(outcome)
 		if err := c.levers.Hit(FaultAfterProviderCall); err != nil {
 			errs[i] = c.record(it.msg.Context(), it.run, err)
+		}
+	}
+}
+
+// writeInbox writes the inbox rows of the messages answered, in one
+// INSERT ... ON CONFLICT DO NOTHING RETURNING, each message id once (the
+// first of its copies answered, when every copy called: the inbox off).
+// It returns, for each message id the INSERT wrote, the item whose row it
+// is: that one is applied, every other copy already_applied, as each
+// copy's own INSERT would answer one by one.
+func (c *Consumers) writeInbox(ctx context.Context, items []*confirmedItem, errs []error) map[string]*confirmedItem {
+	var inbox queries.ConsumerInboxInsertBatchParams
+	inbox.Consumer = HandlerOrderConfirmed
+	writer := map[string]*confirmedItem{}
+	for i, it := range items {
+		if errs[i] != nil || it.first != i || it.sent.ID == "" || writer[it.msg.UUID] != nil {
 			continue
 		}
+		writer[it.msg.UUID] = it
 		inbox.MessageIds = append(inbox.MessageIds, it.msg.UUID)
 		inbox.OrderIds = append(inbox.OrderIds, it.orderID)
 	}
-	inserted := map[string]bool{}
-	if len(inbox.MessageIds) > 0 {
-		got, err := c.q.ConsumerInboxInsertBatch(ctx, inbox)
-		if err != nil {
-			err = fmt.Errorf("write inbox: %w", err)
-			for i, it := range items {
-				if errs[i] == nil && it.first == i && it.sent.ID != "" {
-					errs[i] = c.record(it.msg.Context(), it.run, err)
-				}
-			}
-		}
-		for _, id := range got {
-			inserted[id] = true
-		}
+	inserted := map[string]*confirmedItem{}
+	if len(inbox.MessageIds) == 0 {
+		return inserted
 	}
-	for i, it := range items {
-		switch {
-		case errs[i] != nil:
-		case it.first != i:
-			// A later copy of a message of this batch: what its redelivery
-			// would get once the first copy is done.
-			if err := errs[it.first]; err != nil {
-				errs[i] = c.record(it.msg.Context(), it.run, fmt.Errorf("the first copy of message %s in this batch failed: %w", it.msg.UUID, err))
-				continue
+	got, err := c.q.ConsumerInboxInsertBatch(ctx, inbox)
+	if err != nil {
+		err = fmt.Errorf("write inbox: %w", err)
+		for i, it := range items {
+			if errs[i] == nil && it.first == i && it.sent.ID != "" {
+				errs[i] = c.record(it.msg.Context(), it.run, err)
 			}
-			_, d := it.run.begin(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox)
-			d.end(effect.AlreadyApplied)
-			errs[i] = c.record(it.msg.Context(), it.run, nil)
-		case it.sent.ID != "":
-			outcome := effect.Applied
-			if !inserted[it.msg.UUID] {
-				outcome = effect.AlreadyApplied
-			}
-			it.delivered.end(outcome)
-			errs[i] = c.record(it.msg.Context(), it.run, nil)
 		}
+		return inserted
 	}
-	return errs
+	for _, id := range got {
+		inserted[id] = writer[id]
+	}
+	return inserted
 }

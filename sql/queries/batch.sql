@@ -2,6 +2,8 @@
 -- one transaction (internal/consumer/batch.go). Each statement is the
 -- per-message guard applied to a set of distinct orders: the caller
 -- dedupes the batch first, so no statement ever holds one order twice.
+-- The ...Unguarded statements are the mistakes the guards prevent, in the
+-- same set-based form, for the lab's levers (internal/consumer/batch_levers.go).
 
 -- name: OrderLockBatch :many
 -- Locks the batch's orders in id order, so two batches that overlap (or a
@@ -29,9 +31,23 @@ SET status = 'paid', paid_at = now()
 WHERE id = ANY(sqlc.arg(order_ids)::uuid[]) AND status = 'pending'
 RETURNING id;
 
+-- name: OrderMarkPaidBatchUnguarded :many
+-- The mistake the state check prevents, set-based (batch mode with
+-- "--without state-check"): OrderMarkPaidBatch without its WHERE status =
+-- 'pending'. Every order of the set "transitions" again, however often it
+-- was paid before, and a refunded one comes back to life (paid, no longer
+-- refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
+-- gives back every order that exists.
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = ANY(sqlc.arg(order_ids)::uuid[])
+RETURNING id;
+
 -- name: OrderTransitionInsertBatch :exec
 -- The transitions of the orders OrderMarkPaidBatch moved, one row each, in
 -- one statement: order_ids[i] was moved by the message message_ids[i].
+-- (Without the state check an order is moved by each of its messages, and
+-- is in order_ids once per message.)
 -- (Several unnest calls in one select list run in step, row i of each
 -- together; the arrays have one length.)
 INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
@@ -51,6 +67,33 @@ WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY(sqlc.arg(
 ORDER BY s.sku
 FOR NO KEY UPDATE OF s;
 
+-- name: StockTakeUnguardedBatch :exec
+-- The mistake the reservation prevents, set-based (batch mode with
+-- "--without stock-reservation"): the naive counter of StockTakeUnguarded
+-- for every delivery of the set at once. order_ids holds an order once per
+-- delivery, so each SKU loses the items of every delivery; no reservation
+-- row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
+-- each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
+UPDATE stock s
+SET available = greatest(s.available - t.quantity, 0), updated_at = now()
+FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
+      FROM unnest(sqlc.arg(order_ids)::uuid[]) AS d(order_id)
+      JOIN order_items i ON i.order_id = d.order_id
+      GROUP BY i.sku) t
+WHERE s.sku = t.sku;
+
+-- name: StockMovementReserveBatch :many
+-- The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
+-- movement per delivery (order_ids[i], message_ids[i]) of an order that has
+-- items, as stock.ReserveUnguarded writes one per message. RETURNING gives
+-- back the order of every row written: a delivery of an order it does not
+-- return took nothing (the order has no items).
+INSERT INTO stock_movements (order_id, kind, message_id)
+SELECT d.order_id, 'reserve', d.message_id
+FROM (SELECT unnest(sqlc.arg(order_ids)::uuid[]) AS order_id, unnest(sqlc.arg(message_ids)::text[]) AS message_id) d
+WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
+RETURNING order_id;
+
 -- name: OrderLockForCommissionBatch :many
 -- OrderLockForCommission for a set: the orders' row locks, in id order,
 -- with each order's status and whether a refund of it was asked. A refund
@@ -65,15 +108,18 @@ FOR UPDATE OF o;
 
 -- name: LedgerCommissionInsertBatch :many
 -- The unique ledger key, set-based: one commission row per order under its
--- business key, ON CONFLICT DO NOTHING. RETURNING gives back only the rows
+-- business key, ON CONFLICT DO NOTHING. RETURNING gives back only the keys
 -- this statement inserted: those orders are applied, every other order of
 -- the set was credited before (already_applied). Under READ COMMITTED the
--- conflict never raises, even against a concurrent batch.
+-- conflict never raises, even against a concurrent batch. The caller holds
+-- each key once. (With "--without ledger-key" the keys are the deliveries'
+-- instead, "delivery:<message id>", as ledger.ReleaseCommissionUnguarded
+-- writes them: one row per message, several for one order.)
 INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
 SELECT unnest(sqlc.arg(entry_keys)::text[]), unnest(sqlc.arg(order_ids)::uuid[]), 'affiliate_commission',
        unnest(sqlc.arg(affiliate_ids)::text[]), unnest(sqlc.arg(amount_cents)::bigint[]), unnest(sqlc.arg(message_ids)::text[])
 ON CONFLICT (entry_key) DO NOTHING
-RETURNING order_id;
+RETURNING entry_key;
 
 -- name: ConsumerInboxSeenBatch :many
 -- The inbox, for a batch: which of these messages the consumer handled

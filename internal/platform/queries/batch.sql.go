@@ -85,7 +85,7 @@ INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amoun
 SELECT unnest($1::text[]), unnest($2::uuid[]), 'affiliate_commission',
        unnest($3::text[]), unnest($4::bigint[]), unnest($5::text[])
 ON CONFLICT (entry_key) DO NOTHING
-RETURNING order_id
+RETURNING entry_key
 `
 
 type LedgerCommissionInsertBatchParams struct {
@@ -97,11 +97,14 @@ type LedgerCommissionInsertBatchParams struct {
 }
 
 // The unique ledger key, set-based: one commission row per order under its
-// business key, ON CONFLICT DO NOTHING. RETURNING gives back only the rows
+// business key, ON CONFLICT DO NOTHING. RETURNING gives back only the keys
 // this statement inserted: those orders are applied, every other order of
 // the set was credited before (already_applied). Under READ COMMITTED the
-// conflict never raises, even against a concurrent batch.
-func (q *Queries) LedgerCommissionInsertBatch(ctx context.Context, arg LedgerCommissionInsertBatchParams) ([]uuid.UUID, error) {
+// conflict never raises, even against a concurrent batch. The caller holds
+// each key once. (With "--without ledger-key" the keys are the deliveries'
+// instead, "delivery:<message id>", as ledger.ReleaseCommissionUnguarded
+// writes them: one row per message, several for one order.)
+func (q *Queries) LedgerCommissionInsertBatch(ctx context.Context, arg LedgerCommissionInsertBatchParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, ledgerCommissionInsertBatch,
 		arg.EntryKeys,
 		arg.OrderIds,
@@ -113,13 +116,13 @@ func (q *Queries) LedgerCommissionInsertBatch(ctx context.Context, arg LedgerCom
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []string{}
 	for rows.Next() {
-		var order_id uuid.UUID
-		if err := rows.Scan(&order_id); err != nil {
+		var entry_key string
+		if err := rows.Scan(&entry_key); err != nil {
 			return nil, err
 		}
-		items = append(items, order_id)
+		items = append(items, entry_key)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -177,6 +180,8 @@ type OrderLockBatchRow struct {
 // one transaction (internal/consumer/batch.go). Each statement is the
 // per-message guard applied to a set of distinct orders: the caller
 // dedupes the batch first, so no statement ever holds one order twice.
+// The ...Unguarded statements are the mistakes the guards prevent, in the
+// same set-based form, for the lab's levers (internal/consumer/batch_levers.go).
 // Locks the batch's orders in id order, so two batches that overlap (or a
 // batch and a single delivery) take their order locks in one order and
 // cannot deadlock on them, and reads what the state check and the steps
@@ -281,6 +286,39 @@ func (q *Queries) OrderMarkPaidBatch(ctx context.Context, orderIds []uuid.UUID) 
 	return items, nil
 }
 
+const orderMarkPaidBatchUnguarded = `-- name: OrderMarkPaidBatchUnguarded :many
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = ANY($1::uuid[])
+RETURNING id
+`
+
+// The mistake the state check prevents, set-based (batch mode with
+// "--without state-check"): OrderMarkPaidBatch without its WHERE status =
+// 'pending'. Every order of the set "transitions" again, however often it
+// was paid before, and a refunded one comes back to life (paid, no longer
+// refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
+// gives back every order that exists.
+func (q *Queries) OrderMarkPaidBatchUnguarded(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, orderMarkPaidBatchUnguarded, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const orderTransitionInsertBatch = `-- name: OrderTransitionInsertBatch :exec
 INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
 SELECT unnest($1::uuid[]), 'pending', 'paid', unnest($2::text[])
@@ -293,6 +331,8 @@ type OrderTransitionInsertBatchParams struct {
 
 // The transitions of the orders OrderMarkPaidBatch moved, one row each, in
 // one statement: order_ids[i] was moved by the message message_ids[i].
+// (Without the state check an order is moved by each of its messages, and
+// is in order_ids once per message.)
 // (Several unnest calls in one select list run in step, row i of each
 // together; the arrays have one length.)
 func (q *Queries) OrderTransitionInsertBatch(ctx context.Context, arg OrderTransitionInsertBatchParams) error {
@@ -333,4 +373,63 @@ func (q *Queries) StockLockForOrders(ctx context.Context, orderIds []uuid.UUID) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const stockMovementReserveBatch = `-- name: StockMovementReserveBatch :many
+INSERT INTO stock_movements (order_id, kind, message_id)
+SELECT d.order_id, 'reserve', d.message_id
+FROM (SELECT unnest($1::uuid[]) AS order_id, unnest($2::text[]) AS message_id) d
+WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
+RETURNING order_id
+`
+
+type StockMovementReserveBatchParams struct {
+	OrderIds   []uuid.UUID `json:"order_ids"`
+	MessageIds []string    `json:"message_ids"`
+}
+
+// The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
+// movement per delivery (order_ids[i], message_ids[i]) of an order that has
+// items, as stock.ReserveUnguarded writes one per message. RETURNING gives
+// back the order of every row written: a delivery of an order it does not
+// return took nothing (the order has no items).
+func (q *Queries) StockMovementReserveBatch(ctx context.Context, arg StockMovementReserveBatchParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, stockMovementReserveBatch, arg.OrderIds, arg.MessageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var order_id uuid.UUID
+		if err := rows.Scan(&order_id); err != nil {
+			return nil, err
+		}
+		items = append(items, order_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockTakeUnguardedBatch = `-- name: StockTakeUnguardedBatch :exec
+UPDATE stock s
+SET available = greatest(s.available - t.quantity, 0), updated_at = now()
+FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
+      FROM unnest($1::uuid[]) AS d(order_id)
+      JOIN order_items i ON i.order_id = d.order_id
+      GROUP BY i.sku) t
+WHERE s.sku = t.sku
+`
+
+// The mistake the reservation prevents, set-based (batch mode with
+// "--without stock-reservation"): the naive counter of StockTakeUnguarded
+// for every delivery of the set at once. order_ids holds an order once per
+// delivery, so each SKU loses the items of every delivery; no reservation
+// row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
+// each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
+func (q *Queries) StockTakeUnguardedBatch(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, stockTakeUnguardedBatch, orderIds)
+	return err
 }

@@ -1,0 +1,445 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
+)
+
+// The batch handlers with a guard switched off: each guard's set-based
+// mistake (batch_levers.go) must do exactly the damage the per-message
+// path does without that guard, and nothing else. Each test runs one
+// sequence of batches over orders A, B and C, and the same deliveries one
+// by one (HandleOrderPaid, HandleOrderConfirmed) over twin orders, and
+// checks
+//
+//   - the damage itself: the effect at 2 where the guard is off, at 1
+//     with it on;
+//   - that the batch did what the per-message path did: the same audit and
+//     the same answers in every execution, order by order;
+//   - that the batch took the set-based path: the rows of its effect, for
+//     all three orders, were written by one transaction (one xmin), which
+//     the per-message path, a transaction per message, never does.
+
+// recordingPublisher is the broker the outbox-off mistake publishes to
+// directly: it records each Publish call.
+type recordingPublisher struct {
+	mu    sync.Mutex
+	calls [][]*message.Message
+}
+
+func (p *recordingPublisher) Publish(_ string, msgs ...*message.Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, msgs)
+	return nil
+}
+
+func (p *recordingPublisher) Close() error { return nil }
+
+// published counts the confirmations of o published directly.
+func (p *recordingPublisher) published(t *testing.T, o queries.Order) int {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, call := range p.calls {
+		for _, m := range call {
+			c, err := messages.DecodeOrderConfirmed(m.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OrderID == o.ID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// withDirect returns b with consumers that obey b.lv and publish to pub
+// where the outbox is off.
+func withDirect(b *bundle, pub message.Publisher) *bundle {
+	cp := *b
+	cp.c = consumer.NewConsumers(b.pool, notify.NewClient(b.gwURL, nil).WithLevers(b.lv), pub).WithLevers(b.lv)
+	return &cp
+}
+
+// delivery is one message of the sequence: which order (0, 1, 2 for A, B,
+// C) and which provider event produced it.
+type delivery struct {
+	order int
+	event string
+}
+
+// The order_paid sequence: A twice in the first batch (two provider
+// events), B and C once; then a later batch with a new event for B and a
+// redelivery of C's message.
+var paidBatches = [][]delivery{
+	{{0, "evt_1"}, {0, "evt_2"}, {1, "evt_1"}, {2, "evt_1"}},
+	{{1, "evt_2"}, {2, "evt_1"}},
+}
+
+// stockOrders makes three orders of 2 units of one SKU each (100 in stock).
+func stockOrders(t *testing.T, b *bundle, prefix string) []queries.Order {
+	t.Helper()
+	out := make([]queries.Order, 3)
+	for i := range out {
+		out[i] = newStockOrder(t, b, fmt.Sprintf("%s-%d", prefix, i), 100, 2)
+	}
+	return out
+}
+
+// transactions counts the distinct transactions that wrote the rows of
+// table for orders.
+func transactions(t *testing.T, b *bundle, table string, orders []queries.Order) int {
+	t.Helper()
+	ids := make([]uuid.UUID, len(orders))
+	for i, o := range orders {
+		ids[i] = o.ID
+	}
+	var n int
+	err := b.pool.QueryRow(context.Background(),
+		`SELECT count(DISTINCT xmin::text) FROM `+pgx.Identifier{table}.Sanitize()+` WHERE order_id = ANY($1)`, ids).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// sameAsPerMessage checks that each order ended as its twin, handled one
+// message at a time, did: the same audit, the same answers.
+func sameAsPerMessage(t *testing.T, b *bundle, handler string, orders, twins []queries.Order) {
+	t.Helper()
+	for i := range orders {
+		if got, want := b.audit(t, orders[i].ID), b.audit(t, twins[i].ID); !reflect.DeepEqual(got, want) {
+			t.Errorf("order %c, audit: batch %+v\nper-message %+v", 'A'+i, got, want)
+		}
+		if got, want := b.answers(t, handler, orders[i]), b.answers(t, handler, twins[i]); !slices.Equal(got, want) {
+			t.Errorf("order %c, answers: batch %q\nper-message %q", 'A'+i, got, want)
+		}
+	}
+}
+
+// answers lists, sorted, the answers each execution of handler for o
+// recorded, and whether it failed.
+func (b *bundle) answers(t *testing.T, handler string, o queries.Order) []string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `
+		SELECT outcomes::text || CASE WHEN error IS NULL THEN '' ELSE ' failed' END
+		FROM executions WHERE order_id = $1 AND handler = $2`, o.ID, handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The order_paid guards, each switched off in turn.
+func TestOrderPaidBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		guard levers.Guard
+		table string // where the effect is written, one row per time
+		// perOrderOn: with the guard on, the batch writes table order by
+		// order, in savepoints of its transaction (stock.Reserve), each
+		// its own xmin; order_transitions shows the set-based path then.
+		perOrderOn bool
+		// effect counts the guarded effect of an order.
+		effect func(a queries.AuditOrderRow) int64
+		// off is the effect of A, B and C with the guard off (on: 1 each).
+		off [3]int64
+	}{
+		// Every delivery moves the order again, C's redelivered message too.
+		{levers.StateCheck, "order_transitions", false, func(a queries.AuditOrderRow) int64 { return a.Paid }, [3]int64{2, 2, 2}},
+		// Keyed by the delivery: two events credit twice, one message
+		// redelivered (C) still once.
+		{levers.LedgerKey, "ledger_entries", false, func(a queries.AuditOrderRow) int64 { return a.Commission }, [3]int64{2, 2, 1}},
+		// The naive counter takes the items at every delivery.
+		{levers.StockReservation, "stock_movements", true, func(a queries.AuditOrderRow) int64 { return a.StockReserved }, [3]int64{2, 2, 2}},
+	} {
+		for _, off := range []bool{true, false} {
+			name := fmt.Sprintf("%s off", tc.guard)
+			lv := levers.None().Without(tc.guard)
+			want := tc.off
+			if !off {
+				name, lv, want = fmt.Sprintf("%s on", tc.guard), levers.None(), [3]int64{1, 1, 1}
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, lv)
+				orders, twins := stockOrders(t, b, "sku-batch"), stockOrders(t, b, "sku-single")
+				// Only the first batch's rows: the set-based path writes
+				// them in one transaction.
+				table := tc.table
+				if !off && tc.perOrderOn {
+					table = "order_transitions"
+				}
+				runPaidFirst(t, b, orders)
+				if n := transactions(t, b, table, orders); n != 1 {
+					t.Errorf("the first batch's %s rows come from %d transactions, want 1: the batch did not take the set-based path", table, n)
+				}
+				runPaidRest(t, b, orders)
+				runPaidOneByOne(t, b, twins)
+				if n := transactions(t, b, table, twins); n < 3 {
+					t.Fatalf("one by one, %s rows come from %d transactions: the check cannot tell the paths apart", table, n)
+				}
+				for i, o := range orders {
+					if got := tc.effect(b.audit(t, o.ID)); got != want[i] {
+						t.Errorf("order %c: %s effect %d, want %d", 'A'+i, tc.table, got, want[i])
+					}
+					if got, single := available(t, b, fmt.Sprintf("sku-batch-%d", i)), available(t, b, fmt.Sprintf("sku-single-%d", i)); got != single {
+						t.Errorf("order %c: %d left in stock, %d one by one", 'A'+i, got, single)
+					}
+				}
+				sameAsPerMessage(t, b, consumer.HandlerOrderPaid, orders, twins)
+			})
+		}
+	}
+}
+
+func runPaidFirst(t *testing.T, b *bundle, orders []queries.Order) {
+	t.Helper()
+	deliverBatch(t, b, paidMessages(t, orders, paidBatches[0]))
+}
+
+func runPaidRest(t *testing.T, b *bundle, orders []queries.Order) {
+	t.Helper()
+	for _, batch := range paidBatches[1:] {
+		deliverBatch(t, b, paidMessages(t, orders, batch))
+	}
+}
+
+func runPaidOneByOne(t *testing.T, b *bundle, orders []queries.Order) {
+	t.Helper()
+	for _, batch := range paidBatches {
+		for _, m := range paidMessages(t, orders, batch) {
+			if err := deliver(b.c.HandleOrderPaid, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func paidMessages(t *testing.T, orders []queries.Order, batch []delivery) []*message.Message {
+	t.Helper()
+	var msgs []*message.Message
+	for _, d := range batch {
+		msgs = append(msgs, orderPaid(t, orders[d.order], d.event))
+	}
+	return msgs
+}
+
+// handleBatch hands the batch handler fresh copies of msgs and returns its
+// answers.
+func handleBatch(handle func([]*message.Message) []error, msgs []*message.Message) []error {
+	return handle(copies(msgs))
+}
+
+// wantOnlyInjected fails the test unless the message at index failed with
+// the injected fault (-1: none) and every other one succeeded.
+func wantOnlyInjected(t *testing.T, errs []error, index int) {
+	t.Helper()
+	for i, err := range errs {
+		if i == index {
+			if !errors.Is(err, levers.ErrInjected) {
+				t.Fatalf("message %d: %v, want the injected fault", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+}
+
+// The outbox: with it off, no outbox row, and the confirmations of a batch
+// are published straight to the broker after the commit, in one call. A
+// failure between the commit and that call (the fault point after step 1,
+// here for A's first message) loses A's confirmation for good, as one by
+// one: its redelivery finds the order paid and has nothing to publish.
+// With the outbox, the confirmation committed with the transition.
+func TestOrderPaidBatchWithoutTheOutboxPublishesAfterTheCommit(t *testing.T) {
+	t.Parallel()
+	batches := [][]delivery{
+		{{0, "evt_1"}, {0, "evt_2"}, {1, "evt_1"}, {2, "evt_1"}},
+		{{0, "evt_1"}, {1, "evt_2"}}, // A's failed message again, and a new event for B
+	}
+	for _, off := range []bool{true, false} {
+		name, lv := "outbox off", levers.None().Without(levers.Outbox)
+		wantEnqueued, wantPublished := [3]int64{0, 0, 0}, [3]int{0, 1, 1}
+		if !off {
+			name, lv = "outbox on", levers.None()
+			wantEnqueued, wantPublished = [3]int64{1, 1, 1}, [3]int{0, 0, 0}
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pub := &recordingPublisher{}
+			b := withDirect(setup(t, lv), pub)
+			orders, twins := []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}, []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}
+
+			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
+			wantOnlyInjected(t, handleBatch(b.c.HandleOrderPaidBatch, paidMessages(t, orders, batches[0])), 0)
+			if n := transactions(t, b, "order_transitions", orders); n != 1 {
+				t.Errorf("the first batch's transitions come from %d transactions, want 1: the batch did not take the set-based path", n)
+			}
+			wantOnlyInjected(t, handleBatch(b.c.HandleOrderPaidBatch, paidMessages(t, orders, batches[1])), -1)
+			pub.mu.Lock()
+			calls := len(pub.calls)
+			pub.mu.Unlock()
+			if want := map[bool]int{true: 1, false: 0}[off]; calls != want {
+				t.Errorf("%d publish calls for the batches, want %d", calls, want)
+			}
+
+			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
+			for k, batch := range batches {
+				for j, m := range paidMessages(t, twins, batch) {
+					err := deliver(b.c.HandleOrderPaid, m)
+					if k == 0 && j == 0 {
+						if !errors.Is(err, levers.ErrInjected) {
+							t.Fatalf("one by one, A's first message: %v, want the injected fault", err)
+						}
+					} else if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for i := range orders {
+				if got := b.audit(t, orders[i].ID).ConfirmationEnqueued; got != wantEnqueued[i] {
+					t.Errorf("order %c: %d confirmations in the outbox, want %d", 'A'+i, got, wantEnqueued[i])
+				}
+				if got, single := pub.published(t, orders[i]), pub.published(t, twins[i]); got != wantPublished[i] || single != wantPublished[i] {
+					t.Errorf("order %c: %d confirmations published straight to the broker (%d one by one), want %d", 'A'+i, got, single, wantPublished[i])
+				}
+			}
+			sameAsPerMessage(t, b, consumer.HandlerOrderPaid, orders, twins)
+		})
+	}
+}
+
+// sentTo counts the e-mails the fake provider really sent for o.
+func sentTo(b *bundle, o queries.Order) int {
+	n := 0
+	for _, s := range b.provider.Notifications() {
+		if s.OrderID == o.ID.String() {
+			n++
+		}
+	}
+	return n
+}
+
+// providerCalls counts the provider's answers logged for o: one per call.
+func providerCalls(t *testing.T, b *bundle, o queries.Order) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM notification_log WHERE order_id = $1`, o.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// confirmedMessages returns the order_confirmed of orders[i] for each i
+// of batch (one id per order: the same index twice is a copy).
+func confirmedMessages(t *testing.T, orders []queries.Order, batch []int) []*message.Message {
+	t.Helper()
+	var msgs []*message.Message
+	for _, i := range batch {
+		msgs = append(msgs, outboxConfirmation(t, orders[i]))
+	}
+	return msgs
+}
+
+// The order_confirmed guards, each switched off in turn. Without the
+// inbox, every copy of a message calls the provider, A's two copies in one
+// batch and B's and C's redeliveries in the next; the provider's key still
+// sends one e-mail each. Without the provider's key, a call whose inbox
+// row was never written (the fault point after the call, for A) is made
+// again by the redelivery with a fresh key: a second e-mail.
+func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		guard   levers.Guard
+		batches [][]int
+		fault   bool // the fault point after the first call of the first batch
+		// count is the effect of an order; off its values for A, B and C
+		// with the guard off (on: 1 each).
+		count func(t *testing.T, b *bundle, o queries.Order) int
+		off   [3]int
+	}{
+		{levers.Inbox, [][]int{{0, 0, 1, 2}, {1, 2}}, false, providerCalls, [3]int{2, 2, 2}},
+		{levers.ProviderKey, [][]int{{0, 1, 2}, {0, 1}}, true, func(_ *testing.T, b *bundle, o queries.Order) int { return sentTo(b, o) }, [3]int{2, 1, 1}},
+	} {
+		for _, off := range []bool{true, false} {
+			name, lv, want := fmt.Sprintf("%s off", tc.guard), levers.None().Without(tc.guard), tc.off
+			if !off {
+				name, lv, want = fmt.Sprintf("%s on", tc.guard), levers.None(), [3]int{1, 1, 1}
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, lv)
+				orders, twins := []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}, []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}
+				failing := -1
+				if tc.fault {
+					failing = 0
+				}
+				for k, batch := range tc.batches {
+					if k == 0 && tc.fault {
+						b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
+					}
+					want := -1
+					if k == 0 {
+						want = failing
+					}
+					wantOnlyInjected(t, handleBatch(b.c.HandleOrderConfirmedBatch, confirmedMessages(t, orders, batch)), want)
+					if k == 0 {
+						if n := transactions(t, b, "notification_log", orders); n != 1 {
+							t.Errorf("the first batch's provider answers were logged by %d transactions, want 1: the batch did not take the set-based path", n)
+						}
+					}
+				}
+				for k, batch := range tc.batches {
+					if k == 0 && tc.fault {
+						b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
+					}
+					for j, m := range confirmedMessages(t, twins, batch) {
+						err := deliver(b.c.HandleOrderConfirmed, m)
+						if k == 0 && j == failing {
+							if !errors.Is(err, levers.ErrInjected) {
+								t.Fatalf("one by one, message %d: %v, want the injected fault", j, err)
+							}
+						} else if err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if n := transactions(t, b, "notification_log", twins); n < 3 {
+					t.Fatalf("one by one, the answers were logged by %d transactions: the check cannot tell the paths apart", n)
+				}
+				for i, o := range orders {
+					if got, single := tc.count(t, b, o), tc.count(t, b, twins[i]); got != want[i] || single != want[i] {
+						t.Errorf("order %c: effect %d (%d one by one), want %d", 'A'+i, got, single, want[i])
+					}
+				}
+				sameAsPerMessage(t, b, consumer.HandlerOrderConfirmed, orders, twins)
+			})
+		}
+	}
+}
