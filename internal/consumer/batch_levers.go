@@ -34,12 +34,10 @@ import (
 // answer, so it goes with the guard: without the state check every message
 // of an order moves it again; without the ledger key each message keys its
 // own commission; without the inbox every copy of a message calls the
-// provider. The provider's key is the notifier's own lever
-// (notify.Client.Send sends a fresh key per call with levers.ProviderKey
-// off): the batch calls the provider as HandleOrderConfirmed does, and the
-// calls lose their key there. No guard sends a batch to the per-message
-// path: each has its set-based mistake here, and the api's guards
-// (webhook-inbox, idempotency-key, charge-claim) are no consumer's.
+// provider. One guard alone sends a batch to the per-message path, the
+// provider's key (providerKeyOff says why); the api's guards
+// (webhook-inbox, idempotency-key, charge-claim) are no consumer's and
+// change nothing here.
 
 // markPaidBatch is the state check for the set, OrderMarkPaidBatch (UPDATE
 // ... WHERE id = ANY($1) AND status = 'pending' RETURNING id): of each
@@ -269,3 +267,18 @@ func (c *Consumers) inboxSeenBatch(ctx context.Context, ids []string) (seen map[
 	}
 	return seen, true, nil
 }
+
+// providerKeyOff reports whether levers.ProviderKey is off: then
+// HandleOrderConfirmedBatch hands its messages to HandleOrderConfirmed one
+// by one, the only fallback of the batch handlers. The key is the
+// notifier's own lever (notify.Client.Send sends a fresh key per call),
+// which the batch does not touch; what the batch changes is when an
+// answer is recorded: its log and inbox rows are written after all its
+// calls, HandleOrderConfirmed's after each. With the key that is safe: a
+// crash before the record repeats the calls under their keys, and the
+// provider sends nothing again. Without it, a crash in the middle of a
+// batch would send again every e-mail of the batch not yet recorded, not
+// only the one in flight: a larger damage than the mistake shows one by
+// one (scenarios worker-restart and graceful-restart), so no set-based
+// form of it would be the same mistake.
+func (c *Consumers) providerKeyOff() bool { return c.levers.Off(levers.ProviderKey) }

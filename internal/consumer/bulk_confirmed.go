@@ -37,13 +37,14 @@ const maxProviderCalls = 8
 //
 // A message twice in a batch (a redelivery that caught up with the first
 // copy) is called once; the later copy answers already_applied. With a lab
-// lever switching a guard off the batch stays set-based, with the damage
-// of the per-message path (batch_levers.go): without the inbox every copy
-// calls the provider, the later copies of a message after the earlier
-// ones; without the provider's key the calls carry a fresh key each.
+// lever switching the inbox off the batch stays set-based, with the
+// damage of the per-message path (batch_levers.go): every copy calls the
+// provider, the later copies of a message after the earlier ones. With the
+// provider's key off the messages go through HandleOrderConfirmed one by
+// one (providerKeyOff says why).
 func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
-	if len(msgs) <= 1 {
+	if len(msgs) <= 1 || c.providerKeyOff() {
 		for i, m := range msgs {
 			errs[i] = c.HandleOrderConfirmed(m)
 		}
