@@ -244,10 +244,11 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		}
 		inner = append(inner, mw)
 	}
-	// Batch mode (CONSUMER_BATCH_SIZE > 1): order_paid and order_confirmed
-	// are read N at a time and their guards applied to the set
-	// (consumer.HandleOrderPaidBatch, HandleOrderConfirmedBatch); the
-	// refund topics stay one message at a time on the router.
+	// Batch mode (CONSUMER_BATCH_SIZE > 1): every topic is read N at a
+	// time. order_paid and order_confirmed have their guards applied to
+	// the set (consumer.HandleOrderPaidBatch, HandleOrderConfirmedBatch);
+	// the refund topics, rare, are handled message by message in one
+	// transaction per batch (consumer.InOneTransaction).
 	var skip []string
 	var batches []*consumer.BatchLoop
 	if n := cfg.ConsumerBatchSize; n > 1 {
@@ -257,6 +258,9 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		}{
 			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.Batched((*consumer.Consumers).HandleOrderPaidBatch)},
 			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.Batched((*consumer.Consumers).HandleOrderConfirmedBatch)},
+			{messages.TopicOrderRefunded, consumer.HandlerOrderRefunded, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleOrderRefunded))},
+			{messages.TopicRefundRequested, consumer.HandlerRefundRequested, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundRequested))},
+			{messages.TopicRefundConfirmed, consumer.HandlerRefundConfirmed, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundConfirmed))},
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
 			if cfg.ConsumerPosition == config.PositionWithEffects {
@@ -271,7 +275,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 				Poison: poison.NewStore(queries.New(postgres.Routed{Pool: pool})), Logger: w.logger,
 			})
 		}
-		w.logger.Info("batch mode: order_paid and order_confirmed read and applied in batches", "consumer_batch_size", n, "consumer_position", cfg.ConsumerPosition)
+		w.logger.Info("batch mode: every topic read and applied in batches", "consumer_batch_size", n, "consumer_position", cfg.ConsumerPosition)
 	}
 	router, err := consumer.NewRouter(b, consumers, poison.NewStore(queries.New(pool)), logger, consumer.RouterConfig{
 		CloseTimeout: cfg.ShutdownTimeout,
@@ -292,7 +296,11 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	} else {
 		g.Go(func() error { return relay.Run(ctx) })
 	}
-	g.Go(func() error { return router.Run(ctx) })
+	if len(router.Handlers()) > 0 {
+		// (In batch mode the batch loops read every topic: a router
+		// without handlers would wait for a Close that never comes.)
+		g.Go(func() error { return router.Run(ctx) })
+	}
 	for _, l := range batches {
 		g.Go(func() error { return l.Run(ctx) })
 	}
