@@ -273,6 +273,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			batches = append(batches, &consumer.BatchLoop{
 				Reader: reader, Topic: bt.topic, Group: bt.group, Handle: bt.handle,
 				Poison: poison.NewStore(queries.New(postgres.Routed{Pool: pool})), Logger: w.logger,
+				Drain: cfg.ShutdownTimeout * 3 / 4, // as broker.NewDraining's
 			})
 		}
 		w.logger.Info("batch mode: every topic read and applied in batches", "consumer_batch_size", n, "consumer_position", cfg.ConsumerPosition)

@@ -38,12 +38,27 @@ type BatchLoop struct {
 	// Poll is the wait after an empty read (default 100ms); Backoff the
 	// first wait after a transient failure (default 100ms, doubling to 2s).
 	Poll, Backoff time.Duration
+	// Drain is how long a batch in flight when the loop is stopped may go
+	// on; then its messages' contexts are cancelled (a provider call in
+	// flight too), what had not finished fails as a transient error, and
+	// comes again to the next worker, as the router's drain does
+	// (broker.NewDraining). 0: the batch runs to its end.
+	Drain time.Duration
 }
 
 // Run reads and handles batches until ctx ends. A batch in flight when ctx
 // ends is finished, its position moved: stopping never cuts one in half.
 func (l *BatchLoop) Run(ctx context.Context) error {
-	l.Reader.Loop(ctx, l.Poll, l.Backoff, l.settle, func(err error) {
+	// handling is the messages' cancellation: not the loop's ctx, which
+	// ends at the stop, but Drain after it.
+	handling, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	if l.Drain > 0 {
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(l.Drain, cut) })
+		defer stop()
+	}
+	settle := func(msgs []*message.Message) int { return l.settle(handling, msgs) }
+	l.Reader.Loop(ctx, l.Poll, l.Backoff, settle, func(err error) {
 		l.Logger.WarnContext(ctx, "batch read failed; retrying", "topic", l.Topic, "group", l.Group, "err", err)
 	})
 	return nil
@@ -51,11 +66,16 @@ func (l *BatchLoop) Run(ctx context.Context) error {
 
 // settle hands msgs to the handler and returns how many, from the first,
 // are done: applied, or in the poison queue.
-func (l *BatchLoop) settle(msgs []*message.Message) int {
+func (l *BatchLoop) settle(handling context.Context, msgs []*message.Message) int {
 	for _, m := range msgs {
-		// On the message's own context: a reader may have put its
-		// transaction in it (broker.BatchReader.WithEffects).
-		m.SetContext(telemetry.ExtractMessage(m.Context(), m))
+		// On the message's own context (a reader may have put its
+		// transaction in it: broker.BatchReader.WithEffects), cancelled
+		// with handling.
+		ctx, cancel := context.WithCancel(telemetry.ExtractMessage(m.Context(), m))
+		stop := context.AfterFunc(handling, cancel)
+		defer stop()
+		defer cancel()
+		m.SetContext(ctx)
 	}
 	errs := l.Handle(msgs)
 	for i := range msgs {
