@@ -94,3 +94,35 @@ func medianDuration(runs []Result, f func(Result) time.Duration) time.Duration {
 	sortFloats(ds)
 	return time.Duration(ds[(len(ds)-1)/2])
 }
+
+// batchBudgetNote is the line under the batch mode's target: the bound
+// the batch guards-on run's CPU per order puts on it, and what that
+// target (0.40 x the ceiling on postgres, 0.25 x on the others) needs.
+func (r Report) batchBudgetNote() string {
+	var run *Result
+	for i := range r.Runs {
+		if n := r.Runs[i].Name; strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on") {
+			run = &r.Runs[i]
+		}
+	}
+	if run == nil || r.Cores == 0 || r.Ceiling.PerSecond() == 0 || run.CPUPerOrder() <= 0 {
+		return ""
+	}
+	want := batchTarget(r.Broker)
+	per := run.CPUPerOrder()
+	bound := run.CPUBound(r.Cores)
+	ceiling := r.Ceiling.PerSecond()
+	need := time.Duration(float64(r.Cores) / (want * ceiling) * float64(time.Second))
+	return fmt.Sprintf("%s costs %s of CPU per order: %d cores finish at most %.0f/s = %.2f x ceiling;\n"+
+		"%.2f x needs at most %s per order, whatever the concurrency",
+		run.Name, ms(per), r.Cores, bound, bound/ceiling, want, ms(need))
+}
+
+// batchTarget is the batch mode's end-to-end target on broker, as a
+// fraction of the ceiling.
+func batchTarget(broker string) float64 {
+	if broker == "postgres" {
+		return 0.40
+	}
+	return 0.25
+}

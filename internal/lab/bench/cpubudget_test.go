@@ -51,3 +51,31 @@ func TestCPUBudget(t *testing.T) {
 		}
 	}
 }
+
+// In batch mode the budget bounds the batch run by its own CPU per order,
+// against the batch target of the broker: 0.25 x the ceiling on amqp.
+func TestCPUBudgetOfABatchRun(t *testing.T) {
+	t.Parallel()
+	const orders = 1000
+	rep := bench.Report{
+		Cores: 2, Broker: "amqp",
+		Ceiling: bench.Ceiling{Workers: 16, Txs: 1000, Elapsed: time.Second, ClientCPU: 250 * time.Millisecond, ServerCPU: 750 * time.Millisecond},
+		Runs: []bench.Result{
+			{Spec: bench.Spec{Name: "guards on"}, Orders: orders, Elapsed: 10 * time.Second, Usage: []bench.Usage{{Name: "worker1", CPU: 8 * time.Second}}},
+			{Spec: bench.Spec{Name: "batch 100, guards on"}, Orders: orders, Elapsed: 5 * time.Second, Usage: []bench.Usage{{Name: "worker1", CPU: 4 * time.Second}}},
+		},
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	// 2 cores / 4 ms = 500/s = 0.50 of 1,000; 0.25 x 1,000/s on 2 cores
+	// leaves 8 ms per order.
+	for _, want := range []string{
+		"CPU budget: batch 100, guards on costs 4.0ms of CPU per order: 2 cores finish at most 500/s = 0.50 x ceiling;",
+		"0.25 x needs at most 8.0ms per order",
+		"end to end, batch 100, guards on >= 0.25 x ceiling",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -79,8 +79,10 @@ func (r Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  [%s] %-52s %s\n", mark, t.Name, t.Got)
 	}
-	if note := r.cpuBudgetNote(); note != "" {
-		fmt.Fprintf(w, "\nCPU budget: %s\n", strings.ReplaceAll(note, "\n", "\n            "))
+	for _, note := range []string{r.cpuBudgetNote(), r.batchBudgetNote()} {
+		if note != "" {
+			fmt.Fprintf(w, "\nCPU budget: %s\n", strings.ReplaceAll(note, "\n", "\n            "))
+		}
 	}
 }
 
@@ -171,10 +173,7 @@ func (r Report) Targets() []Target {
 			fmt.Sprintf("%.2f x (%.0f vs %.0f/s; the provider key stays on)", on/off, on, off), on/off >= 0.9})
 	}
 	if batchOn != nil {
-		want := 0.40
-		if r.Broker != "postgres" {
-			want = 0.25
-		}
+		want := batchTarget(r.Broker)
 		tp := batchOn.Throughput()
 		out = append(out, Target{fmt.Sprintf("end to end, %s >= %.2f x ceiling", batchOn.Name, want),
 			fmt.Sprintf("%.2f x (%.0f of %.0f/s)", tp/ceiling, tp, ceiling), tp/ceiling >= want})
