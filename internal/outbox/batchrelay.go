@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,39 +77,54 @@ type envelope struct {
 	Metadata         map[string]string `json:"metadata"`
 }
 
-// relay publishes the rows of one batch, a call per run of one topic, and
-// returns how many rows, from the first, were published.
+// relay publishes the rows of one batch, one call per topic, and returns
+// how many rows, from the first, were published.
+//
+// Grouping by topic keeps each topic's rows in their outbox order, which is
+// the only order a consumer sees: each topic has its own consumers, which
+// never saw one topic's messages in step with another's. It turns a batch
+// whose topics alternate (order_paid from the api, order_confirmed from the
+// worker) into a call per topic instead of one per row, and a call is what
+// costs most on RabbitMQ (a channel and its confirms). When a call fails,
+// the rows up to the first row of that topic count as published; rows of
+// other topics after it that went out will go out again with the next
+// read: the relay is at least once, and the consumers' guards absorb it.
 func (r *BatchRelay) relay(rows []*message.Message) int {
-	done := 0
-	for done < len(rows) {
-		topic := ""
-		var run []*message.Message
-		for _, row := range rows[done:] {
-			var e envelope
-			if err := json.Unmarshal(row.Payload, &e); err != nil || e.DestinationTopic == "" {
-				if len(run) == 0 {
-					r.logger.Error("outbox batch relay: a row is not a message envelope; it is retried, and holds its lane",
-						"row", row.UUID, "err", fmt.Sprint(err))
-					return done
-				}
-				break
+	var topics []string // in order of first appearance
+	byTopic := map[string][]*message.Message{}
+	topicOf := make([]string, 0, len(rows))
+	for _, row := range rows {
+		var e envelope
+		if err := json.Unmarshal(row.Payload, &e); err != nil || e.DestinationTopic == "" {
+			if len(topicOf) == 0 {
+				r.logger.Error("outbox batch relay: a row is not a message envelope; it is retried, and holds its lane",
+					"row", row.UUID, "err", fmt.Sprint(err))
 			}
-			if topic != "" && e.DestinationTopic != topic {
-				break
-			}
-			topic = e.DestinationTopic
-			m := message.NewMessage(e.UUID, e.Payload)
-			m.Metadata = e.Metadata
-			if m.Metadata == nil {
-				m.Metadata = message.Metadata{}
-			}
-			run = append(run, m)
+			break // the rows before it are relayed; it comes first next time
 		}
-		if err := r.out.publishBatch(topic, run); err != nil {
-			r.logger.Warn("outbox batch relay: publish failed; retrying", "topic", topic, "messages", len(run), "err", err)
-			return done
+		m := message.NewMessage(e.UUID, e.Payload)
+		m.Metadata = e.Metadata
+		if m.Metadata == nil {
+			m.Metadata = message.Metadata{}
 		}
-		done += len(run)
+		if _, seen := byTopic[e.DestinationTopic]; !seen {
+			topics = append(topics, e.DestinationTopic)
+		}
+		byTopic[e.DestinationTopic] = append(byTopic[e.DestinationTopic], m)
+		topicOf = append(topicOf, e.DestinationTopic)
 	}
-	return done
+	failed := ""
+	for _, topic := range topics {
+		if err := r.out.publishBatch(topic, byTopic[topic]); err != nil {
+			r.logger.Warn("outbox batch relay: publish failed; retrying", "topic", topic, "messages", len(byTopic[topic]), "err", err)
+			failed = topic
+			break
+		}
+	}
+	// Topics go out in the order of their first row, so every row before
+	// the failed topic's first row belongs to a topic that went out.
+	if i := slices.Index(topicOf, failed); failed != "" {
+		return i
+	}
+	return len(topicOf)
 }
