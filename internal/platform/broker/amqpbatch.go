@@ -74,31 +74,14 @@ func newAMQPBatchSource(url, topic, group string, size int) *amqpBatchSource {
 // had been delivered past the batch.
 func (s *amqpBatchSource) Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error)) {
 	poll = cmp.Or(poll, 100*time.Millisecond)
-	first := cmp.Or(backoff, 100*time.Millisecond)
-	backoff = first
 	defer s.close()
-	for ctx.Err() == nil {
-		read, done, err := s.read(ctx, poll, handle)
-		var wait time.Duration
-		switch {
-		case err != nil:
+	readLoop(ctx, 0, backoff, // an empty read has waited poll
+		func() (int, int, error) { return s.read(ctx, poll, handle) },
+		func(err error) {
 			failed(err)
 			s.close() // the next read redials
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case done < read:
-			s.closeChannel() // see read
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case read == 0:
-			continue
-		default:
-			backoff = first
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+		},
+		s.closeChannel) // see read
 }
 
 // read collects one batch, hands it to handle and settles it on RabbitMQ:

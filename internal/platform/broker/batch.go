@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,4 +54,42 @@ func (b *Broker) BatchReaderWithEffects(topic, group string, size int) (*BatchRe
 		return nil, fmt.Errorf("%s: %w", b.Name, ErrPositionWithEffects)
 	}
 	return NewBatchReader(b.pool, b.prefix+topic, group, size).WithEffects(), nil
+}
+
+// readLoop is the loop of every BatchSource's Loop: it calls read until ctx
+// ends. After a failed read it calls failed (which reports the error and
+// drops what the failure broke), and after a batch not settled in full it
+// calls partial (nil: nothing to do); after either it waits backoff
+// (default 100ms), doubling to 2s, back to the start after a batch settled
+// in full. After an empty read it waits emptyWait (0: the read itself
+// waited for the first message).
+func readLoop(ctx context.Context, emptyWait, backoff time.Duration, read func() (n, done int, err error), failed func(error), partial func()) {
+	first := cmp.Or(backoff, 100*time.Millisecond)
+	backoff = first
+	for ctx.Err() == nil {
+		n, done, err := read()
+		var wait time.Duration
+		switch {
+		case err != nil:
+			failed(err)
+			wait, backoff = backoff, min(backoff*2, 2*time.Second)
+		case done < n:
+			if partial != nil {
+				partial()
+			}
+			wait, backoff = backoff, min(backoff*2, 2*time.Second)
+		case n == 0:
+			wait = emptyWait
+		default:
+			backoff = first
+			continue
+		}
+		if wait == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
 }

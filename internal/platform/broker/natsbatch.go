@@ -98,39 +98,23 @@ func newNATSBatchSource(js nats.JetStreamManager, url, topic, group string, size
 // that they come again at once.
 func (s *natsBatchSource) Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error)) {
 	poll = cmp.Or(poll, 100*time.Millisecond)
-	first := cmp.Or(backoff, 100*time.Millisecond)
-	backoff = first
 	var sub *natsBatchSub
 	defer func() { sub.close() }()
-	for ctx.Err() == nil {
-		var read, done int
-		var err error
-		if sub == nil {
-			sub, err = s.subscribe()
-		}
-		if err == nil {
-			read, done, err = sub.read(ctx, s.size, poll, handle)
-		}
-		var wait time.Duration
-		switch {
-		case err != nil:
+	readLoop(ctx, 0, backoff, // an empty read has waited poll
+		func() (int, int, error) {
+			if sub == nil {
+				var err error
+				if sub, err = s.subscribe(); err != nil {
+					return 0, 0, err
+				}
+			}
+			return sub.read(ctx, s.size, poll, handle)
+		},
+		func(err error) {
 			failed(err)
-			sub.close()
+			sub.close() // the next read subscribes again
 			sub = nil
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case done < read:
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case read > 0:
-			backoff = first
-			continue
-		default:
-			continue // an empty read has waited poll
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+		}, nil)
 }
 
 // natsBatchSub is one connection's subscription to the durable.

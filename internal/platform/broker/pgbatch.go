@@ -101,29 +101,8 @@ func NewBatchReader(pool *pgxpool.Pool, topic, group string, size int) *BatchRea
 // begins with the first unsettled message. A batch in flight when ctx ends
 // is finished, its position moved: stopping never cuts one in half.
 func (r *BatchReader) Loop(ctx context.Context, poll, backoff time.Duration, handle func(msgs []*message.Message) (done int), failed func(error)) {
-	poll = cmp.Or(poll, 100*time.Millisecond)
-	first := cmp.Or(backoff, 100*time.Millisecond)
-	backoff = first
-	for ctx.Err() == nil {
-		read, done, err := r.Read(context.WithoutCancel(ctx), handle)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			failed(err)
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case done < read:
-			wait, backoff = backoff, min(backoff*2, 2*time.Second)
-		case read == 0:
-			wait = poll
-		default:
-			backoff = first
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+	readLoop(ctx, cmp.Or(poll, 100*time.Millisecond), backoff,
+		func() (int, int, error) { return r.Read(context.WithoutCancel(ctx), handle) }, failed, nil)
 }
 
 // Read reads one batch and hands it to handle, which returns how many of the
