@@ -46,7 +46,9 @@ import (
 // The publisher owns one connection; the subscribers and Provision share a
 // second one, as RabbitMQ advises: a publisher slowed down by flow control
 // must not stall the consumers. Both reconnect on their own with backoff;
-// Ping reports not ready while either is down. Each batch source
+// Ping reports not ready while either is down. BatchPublisher
+// (amqpBatchPublisher: many messages per call, confirms pipelined) owns a
+// third, which it redials on the next call after losing it. Each batch source
 // (CONSUMER_BATCH_SIZE > 1, amqpBatchSource) dials a connection of its own
 // and reads the group's same queue with prefetch N. ctx is unused: watermill-amqp
 // dials without a context (amqp091's dial times out after 30 s).
@@ -61,12 +63,19 @@ func newAMQP(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 	if err != nil {
 		return nil, errors.Join(amqpUnreachable(url, err), pub.Close())
 	}
+	// The batch publisher dials its own connection (amqpBatchPublisher),
+	// last: tests cut it alone through a proxy.
+	batchPub, err := newAMQPBatchPublisher(url)
+	if err != nil {
+		return nil, errors.Join(amqpUnreachable(url, err), subConn.Close(), pub.Close())
+	}
 	newSubscriber := func(group string) (*amqp.Subscriber, error) {
 		return amqp.NewSubscriberWithConnection(amqpConfig(url, group), logger, subConn)
 	}
 	return &Broker{
-		Name:      "amqp",
-		Publisher: pub,
+		Name:           "amqp",
+		Publisher:      pub,
+		BatchPublisher: batchPub,
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return newSubscriber(group)
 		},

@@ -18,6 +18,10 @@ type Broker struct {
 	Name string
 	// Publisher publishes to the broker (the relay's output).
 	Publisher message.Publisher
+	// BatchPublisher publishes many messages per call faster than
+	// Publisher where the broker allows it (RabbitMQ: amqpBatchPublisher,
+	// pipelined confirms); Publisher otherwise.
+	BatchPublisher message.Publisher
 
 	newSubscriber func(consumerGroup string) (message.Subscriber, error)
 	// batchSource returns the broker's BatchSource of a (prefixed) topic.
@@ -96,9 +100,12 @@ func (b *Broker) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the publisher, the subscribers and the connection.
+// Close closes the publishers, the subscribers and the connection.
 func (b *Broker) Close() error {
 	errs := []error{b.Publisher.Close()}
+	if b.BatchPublisher != nil && b.BatchPublisher != b.Publisher {
+		errs = append(errs, b.BatchPublisher.Close())
+	}
 	for i := len(b.closers) - 1; i >= 0; i-- {
 		errs = append(errs, b.closers[i]())
 	}

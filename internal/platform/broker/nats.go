@@ -92,8 +92,9 @@ func newNATS(ctx context.Context, url string, logger watermill.LoggerAdapter) (*
 	}
 	provision := func(topic, group string) error { return provisionNATS(js, topic, group) }
 	return &Broker{
-		Name:      "nats",
-		Publisher: natsMsgIDPublisher{pub},
+		Name:           "nats",
+		Publisher:      natsMsgIDPublisher{pub},
+		BatchPublisher: natsMsgIDPublisher{pub}, // the same value: Close closes it once
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			// Each subscriber owns its connection: Close drains (and closes) it.
 			snc, err := natsConnect(url)

@@ -24,9 +24,10 @@ func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, e
 		return nil, fmt.Errorf("create postgres publisher: %w", err)
 	}
 	return &Broker{
-		Name:      "postgres",
-		Publisher: pub,
-		pool:      pool,
+		Name:           "postgres",
+		Publisher:      pub,
+		BatchPublisher: pub, // it inserts a whole call in one statement already
+		pool:           pool,
 		newSubscriber: func(group string) (message.Subscriber, error) {
 			return NewPostgresSubscriber(pool, PostgresSubscriberConfig{ConsumerGroup: group}, logger)
 		},

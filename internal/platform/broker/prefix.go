@@ -14,6 +14,7 @@ import (
 func (b *Broker) withPrefix(prefix string) {
 	b.prefix = prefix
 	b.Publisher = prefixedPublisher{prefix: prefix, Publisher: b.Publisher}
+	b.BatchPublisher = prefixedPublisher{prefix: prefix, Publisher: b.BatchPublisher}
 	newSubscriber := b.newSubscriber
 	b.newSubscriber = func(group string) (message.Subscriber, error) {
 		sub, err := newSubscriber(group)
