@@ -290,7 +290,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if n := cfg.ConsumerBatchSize; n > 1 {
 		// Batch mode relays the outbox in batches too, on the same lanes
 		// and positions as the relay of one message per publish.
-		batchRelay := outbox.NewBatchRelay(pool, b.Publisher, w.logger, n, outbox.RelayConfig{
+		batchRelay := outbox.NewBatchRelay(pool, b.BatchPublisher, w.logger, n, outbox.RelayConfig{
 			TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,
 		})
 		g.Go(func() error { return batchRelay.Run(ctx) })
