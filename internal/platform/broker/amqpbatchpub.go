@@ -48,18 +48,43 @@ const amqpConfirmTimeout = 30 * time.Second
 // would otherwise come with every call. There is no pool to lose channels
 // from (watermill-amqp's failure, see newAMQP): each call checks the channel
 // and the connection, and opens a new channel, or dials a new connection,
-// when the old one is closed; a call that cannot open one fails and the next
-// tries again. A call that timed out drops its channel too, as it may be
-// stuck. Each exchange is declared once per channel (declaring is idempotent
-// and cheap, but a round trip), so a new channel declares again.
+// when the old one is closed or a write to its socket failed; a call that
+// cannot open one fails and the next tries again. A call that timed out
+// drops its channel too, as it may be stuck; a call sharing a channel that
+// dies fails with it, and is retried like any other. Each exchange is
+// declared once per channel (idempotent, as Provision and watermill-amqp
+// declare it, but a round trip), so a new channel declares it again.
+//
+// The timeout covers the wait for confirms, not the writes: amqp091's
+// publish takes no deadline, so on a connection RabbitMQ has blocked (an
+// alarm) a call can stay in a write until the alarm clears.
 type amqpBatchPublisher struct {
 	url string
 
-	mu       sync.Mutex // guards the fields below; held while opening and declaring
-	conn     *amqp091.Connection
-	ch       *amqp091.Channel
-	declared map[string]bool // exchanges declared on ch
-	closed   bool
+	mu     sync.Mutex // guards the fields below; held while opening and declaring
+	conn   *amqp091.Connection
+	ch     *confirmChannel
+	closed bool
+}
+
+// confirmChannel is a channel in confirm mode and what was declared on it.
+type confirmChannel struct {
+	*amqp091.Channel
+	conn        *amqp091.Connection // the channel's
+	closeNotice chan *amqp091.Error // why the broker closed it, once closed
+	declared    map[string]bool     // exchanges
+}
+
+// closeReason says why ch is closed, if the broker said so.
+func (ch *confirmChannel) closeReason() string {
+	select {
+	case e, ok := <-ch.closeNotice:
+		if ok && e != nil {
+			return ": " + e.Error()
+		}
+	default:
+	}
+	return ""
 }
 
 // newAMQPBatchPublisher dials RabbitMQ at url.
@@ -92,6 +117,7 @@ func (p *amqpBatchPublisher) Publish(topic string, msgs ...*message.Message) err
 		dc, err := ch.PublishWithDeferredConfirmWithContext(msg.Context(), topic, "", false, false, pub)
 		if err != nil {
 			sendErr = fmt.Errorf("send message %s: %w", msg.UUID, err)
+			p.drop(ch, socketError(err)) // a failed write leaves the channel unusable
 			break
 		}
 		confirms = append(confirms, dc)
@@ -106,14 +132,14 @@ func (p *amqpBatchPublisher) Publish(topic string, msgs ...*message.Message) err
 // wait waits for confirms and returns how many of them were acks, and an
 // error unless all were. When they do not come within amqpConfirmTimeout
 // the channel is dropped.
-func (p *amqpBatchPublisher) wait(ch *amqp091.Channel, confirms []*amqp091.DeferredConfirmation) (acked int, err error) {
+func (p *amqpBatchPublisher) wait(ch *confirmChannel, confirms []*amqp091.DeferredConfirmation) (acked int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), amqpConfirmTimeout)
 	defer cancel()
 	nacked := 0
 	for _, dc := range confirms {
 		ok, err := dc.WaitContext(ctx)
 		if err != nil {
-			p.drop(ch)
+			p.drop(ch, false)
 			return acked, fmt.Errorf("no confirm within %v (channel dropped): %w", amqpConfirmTimeout, err)
 		}
 		if ok {
@@ -125,7 +151,7 @@ func (p *amqpBatchPublisher) wait(ch *amqp091.Channel, confirms []*amqp091.Defer
 	if nacked > 0 {
 		// A closed channel nacks what it had not confirmed (amqp091).
 		if ch.IsClosed() {
-			return acked, fmt.Errorf("%d not confirmed: channel closed", nacked)
+			return acked, fmt.Errorf("%d not confirmed: channel closed%s", nacked, ch.closeReason())
 		}
 		return acked, fmt.Errorf("%d nacked by the broker", nacked)
 	}
@@ -135,7 +161,7 @@ func (p *amqpBatchPublisher) wait(ch *amqp091.Channel, confirms []*amqp091.Defer
 // channel returns the open channel, with topic's exchange declared on it,
 // opening a new channel (and dialling a new connection) when the last one
 // is closed.
-func (p *amqpBatchPublisher) channel(topic string) (*amqp091.Channel, error) {
+func (p *amqpBatchPublisher) channel(topic string) (*confirmChannel, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -146,13 +172,18 @@ func (p *amqpBatchPublisher) channel(topic string) (*amqp091.Channel, error) {
 			return nil, err
 		}
 	}
-	if !p.declared[topic] {
+	if !p.ch.declared[topic] {
 		// watermill-amqp's DefaultTopologyBuilder.ExchangeDeclare with
 		// NewDurablePubSubConfig's ExchangeConfig, as Provision declares it.
 		if err := p.ch.ExchangeDeclare(topic, "fanout", true, false, false, false, nil); err != nil {
-			return nil, fmt.Errorf("declare exchange: %w", err) // an error closes the channel: the next call opens one
+			// A refusal closes the channel, a socket error the connection:
+			// the next call opens new ones.
+			if socketError(err) {
+				p.abandonConn()
+			}
+			return nil, fmt.Errorf("declare exchange: %w", err)
 		}
-		p.declared[topic] = true
+		p.ch.declared[topic] = true
 	}
 	return p.ch, nil
 }
@@ -160,7 +191,7 @@ func (p *amqpBatchPublisher) channel(topic string) (*amqp091.Channel, error) {
 // open opens a channel in confirm mode, on a new connection if the last
 // one is closed. The caller holds mu.
 func (p *amqpBatchPublisher) open() error {
-	p.ch, p.declared = nil, nil
+	p.ch = nil
 	if p.conn == nil || p.conn.IsClosed() {
 		conn, err := amqp091.Dial(p.url)
 		if err != nil {
@@ -170,26 +201,52 @@ func (p *amqpBatchPublisher) open() error {
 	}
 	ch, err := p.conn.Channel()
 	if err != nil {
+		if socketError(err) {
+			p.abandonConn()
+		}
 		return fmt.Errorf("open channel: %w", err)
 	}
 	if err := ch.Confirm(false); err != nil {
+		if socketError(err) {
+			p.abandonConn()
+		}
 		_ = ch.Close()
 		return fmt.Errorf("put channel in confirm mode: %w", err)
 	}
-	p.ch, p.declared = ch, map[string]bool{}
+	p.ch = &confirmChannel{Channel: ch, conn: p.conn, closeNotice: ch.NotifyClose(make(chan *amqp091.Error, 1)), declared: map[string]bool{}}
 	return nil
 }
 
 // drop makes the next call open a new channel if ch is still the current
-// one, and closes ch without waiting: a stuck broker may never answer the
-// close either.
-func (p *amqpBatchPublisher) drop(ch *amqp091.Channel) {
+// one (and dial a new connection, with conn), and closes ch without
+// waiting: a stuck broker may never answer the close either.
+func (p *amqpBatchPublisher) drop(ch *confirmChannel, conn bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ch == ch {
-		p.ch, p.declared = nil, nil
+		p.ch = nil
 	}
-	p.mu.Unlock()
+	if conn && p.conn == ch.conn {
+		p.abandonConn()
+	}
 	go func() { _ = ch.Close() }()
+}
+
+// abandonConn makes the next call dial a new connection, and closes the
+// current one without waiting. The caller holds mu.
+func (p *amqpBatchPublisher) abandonConn() {
+	if conn := p.conn; conn != nil {
+		go func() { _ = conn.Close() }()
+	}
+	p.conn, p.ch = nil, nil
+}
+
+// socketError reports whether err came from the socket rather than from
+// RabbitMQ (an *amqp091.Error): the connection is gone then, even if
+// amqp091 has not noticed yet, and a new one must be dialled.
+func socketError(err error) bool {
+	var amqpErr *amqp091.Error
+	return !errors.As(err, &amqpErr)
 }
 
 // Close closes the connection; calls after it fail.
