@@ -24,6 +24,8 @@ func TestBenchAndSoakCommandLine(t *testing.T) {
 		{[]string{"soak", "--kill-every", "0s"}, "--kill-every"},
 		{[]string{"soak", "--restart-rabbitmq"}, "needs --broker amqp"},
 		{[]string{"soak", "--without", "seatbelt"}, `unknown guard "seatbelt"`},
+		{[]string{"soak", "--batch", "10", "--position", "with-effects"}, "needs BROKER=postgres"},
+		{[]string{"soak", "--broker", "postgres", "--position", "with-effects"}, "needs CONSUMER_BATCH_SIZE above 1"},
 	} {
 		err := run(context.Background(), append([]string{"orderpaid"}, tt.args...), getenv, &strings.Builder{}, &strings.Builder{})
 		var ue usageError

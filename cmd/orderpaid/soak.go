@@ -28,6 +28,7 @@ func runSoak(e env) error {
 	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
 	workers := fs.Int("workers", 2, "worker processes kept running")
 	batch := fs.Int("batch", 0, "run the workers in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE)")
+	position := fs.String("position", "", "with --batch and --broker postgres: with-effects commits a batch's position with its effects (CONSUMER_POSITION)")
 	rate := fs.Float64("rate", 200, "webhooks per second")
 	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often")
 	restartEvery := fs.Duration("restart-every", 7*time.Second, "restart a random worker gracefully (SIGTERM: its relay too) this often")
@@ -55,6 +56,13 @@ func runSoak(e env) error {
 	if _, err := levers.ParseWithout(*withoutList); err != nil {
 		return usageError{fmt.Errorf("soak: --without: %w", err)}
 	}
+	if *position != "" {
+		// The workers' own check, before any process starts.
+		env := map[string]string{"BROKER": *brokerName, "CONSUMER_BATCH_SIZE": fmt.Sprint(max(*batch, 1)), "CONSUMER_POSITION": *position}
+		if _, err := config.Load(func(k string) string { return env[k] }); err != nil {
+			return usageError{fmt.Errorf("soak: --position: %w", err)}
+		}
+	}
 	cfg, _, err := loadConfig(e)
 	if err != nil {
 		return err
@@ -70,7 +78,7 @@ func runSoak(e env) error {
 	}
 	rep, err := soak.Run(e.ctx, soak.Config{
 		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL,
-		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Workers: *workers, Without: *withoutList, Rate: *rate,
+		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, Workers: *workers, Without: *withoutList, Rate: *rate,
 		KillEvery: *killEvery, RestartEvery: *restartEvery,
 		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
 		SettleTimeout: *settle, LogDir: *logDir, Keep: *keep, KeepOnFailure: true, Progress: e.stderr,

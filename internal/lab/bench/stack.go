@@ -31,6 +31,8 @@ type StackConfig struct {
 	NoAPI bool
 	// BatchSize is the workers' CONSUMER_BATCH_SIZE (0: the default, 1).
 	BatchSize int
+	// Position is the workers' CONSUMER_POSITION ("": the default).
+	Position string
 }
 
 // Stack is fakes, api and workers running as child processes.
@@ -74,6 +76,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"WEBHOOK_SECRET=" + s.Secret,
 		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
 		"CONSUMER_BATCH_SIZE=" + fmt.Sprint(max(cfg.BatchSize, 1)),
+	}
+	if cfg.Position != "" {
+		s.env = append(s.env, "CONSUMER_POSITION="+cfg.Position)
 	}
 	if s.fakes, err = s.start(ctx, "fakes", "fakes listening on", nil, "fakes"); err != nil {
 		return nil, err

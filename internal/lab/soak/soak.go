@@ -45,6 +45,10 @@ type Config struct {
 	// BatchSize, above 1, runs the workers in batch mode
 	// (CONSUMER_BATCH_SIZE).
 	BatchSize int
+	// Position is the workers' CONSUMER_POSITION ("": the default); with
+	// config.PositionWithEffects a batch's effects and position commit
+	// together.
+	Position string
 	// Workers is the number of worker processes kept running (default 2).
 	Workers int
 	// Without switches guards off (--without on api and workers), to watch
@@ -148,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	stack, err := bench.StartStack(ctx, bench.StackConfig{
 		Binary: cfg.Binary, LogDir: cfg.LogDir, DatabaseURL: d.URL, Workers: cfg.Workers,
 		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, Without: cfg.Without,
-		BatchSize: cfg.BatchSize,
+		BatchSize: cfg.BatchSize, Position: cfg.Position,
 	})
 	if err != nil {
 		return rep, err
