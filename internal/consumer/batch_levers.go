@@ -231,7 +231,7 @@ func (c *Consumers) commissionKeys(b *batch) {
 			}
 			it.key = ledger.EntryKey(o.id.String(), ledger.EntryTypeCommission)
 			if byDelivery {
-				it.key = deliveryKey(it.msg.UUID)
+				it.key = ledger.DeliveryKey(it.msg.UUID)
 			}
 			if !carried[it.key] {
 				carried[it.key], it.carries = true, true
@@ -239,10 +239,6 @@ func (c *Consumers) commissionKeys(b *batch) {
 		}
 	}
 }
-
-// deliveryKey is the ledger key ledger.ReleaseCommissionUnguarded uses for
-// the commission a message credits: the delivery's, not the intent's.
-func deliveryKey(messageID string) string { return "delivery:" + messageID }
 
 // inboxSeenBatch is c.inboxSeen for a batch: which of ids (each once) the
 // consumer handled before, in one look-up (ConsumerInboxSeenBatch), and

@@ -50,8 +50,13 @@ func ReleaseCommission(ctx context.Context, q *queries.Queries, o queries.Order,
 // second provider event for the same payment, a backfill or an operator's
 // replay is a new message with a new key, and credits again.
 func ReleaseCommissionUnguarded(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
-	return releaseCommissionKeyedBy(ctx, q, o, messageID, "delivery:"+messageID)
+	return releaseCommissionKeyedBy(ctx, q, o, messageID, DeliveryKey(messageID))
 }
+
+// DeliveryKey is the mistake's entry key: the delivery's, "delivery:<message
+// id>", where EntryKey is the business intent's (ReleaseCommissionUnguarded,
+// and its set form in the batch handler).
+func DeliveryKey(messageID string) string { return "delivery:" + messageID }
 
 // releaseCommissionKeyedBy inserts the commission under key.
 //

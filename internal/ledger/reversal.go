@@ -57,7 +57,7 @@ func ReverseCommission(ctx context.Context, q *queries.Queries, orderID uuid.UUI
 // a new key, and reverses again; the affiliate ends owing the commission.
 func ReverseCommissionUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
 	n, err := q.LedgerReversalInsertUnguarded(ctx, queries.LedgerReversalInsertUnguardedParams{
-		ReversalKey: "delivery:" + messageID + ":reversal",
+		ReversalKey: DeliveryKey(messageID) + ":reversal",
 		OrderID:     orderID,
 		MessageID:   messageID,
 	})
