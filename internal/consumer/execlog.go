@@ -128,8 +128,10 @@ func (b *execBuffer) add(row queries.ExecutionInsertParams) {
 // and one commit per run: in batch mode the log's commits were the largest
 // cost left per message. The log is written after the runs' effects, as
 // each run's is in the per-message path; what changes is that a crash
-// before the write loses the log lines of a whole batch, not of one run.
-// When the write fails, every message of the batch answers that error (it
+// before the write loses the log lines of a whole batch, not of one run
+// (none of its messages is acked yet, so the batch comes again and its
+// runs are logged then; under CONSUMER_POSITION=with-effects the write is
+// in the batch's transaction and goes with it). When the write fails, every message of the batch answers that error (it
 // is transient): the batch is read again, and its guards answer
 // already_applied.
 func (c *Consumers) Batched(handle func(c *Consumers, msgs []*message.Message) []error) func(msgs []*message.Message) []error {
