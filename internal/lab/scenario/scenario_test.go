@@ -87,6 +87,44 @@ func TestScenariosInBatchMode(t *testing.T) {
 	}
 }
 
+// TestScenariosInBatchModeWithAGuardOff runs one scenario for each guard of
+// the consumers with that guard off, in batch mode: the set-based mistake
+// (internal/consumer/batch_levers.go) shows the damage the per-message path
+// teaches, end to end. (The whole matrix in batch mode is run by hand.)
+func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {
+	t.Parallel()
+	requirePostgres(t)
+	cfg := scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres",
+		Env: map[string]string{"CONSUMER_BATCH_SIZE": "20"}}
+	byName := map[string]*scenario.Scenario{}
+	for _, s := range scenario.Catalogue() {
+		byName[s.Name] = s
+	}
+	for _, c := range []struct{ scenario, guard string }{
+		{"two-events", "ledger-key"},
+		{"commit-no-ack", "state-check"},
+		{"partial-failure", "outbox"},
+		{"stock-redelivered", "stock-reservation"},
+		{"job-reenqueued", "inbox"},
+		{"broker-redelivery", "provider-key"},
+	} {
+		t.Run(c.scenario+"/without_"+c.guard, func(t *testing.T) {
+			t.Parallel()
+			s, ok := byName[c.scenario]
+			if !ok {
+				t.Fatalf("no scenario %s", c.scenario)
+			}
+			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s, Without: c.guard})
+			if r.Err != nil {
+				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+			}
+			if !r.OK() {
+				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
+			}
+		})
+	}
+}
+
 // TestScenariosWithThePositionInTheEffectsTransaction runs, with the batch
 // reader's position committed with the effects (CONSUMER_POSITION=
 // with-effects), the scenarios whose counts differ in that mode (their
