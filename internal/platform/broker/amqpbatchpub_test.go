@@ -214,15 +214,3 @@ func deleteAMQPQueueAndExchange(tb testing.TB, topic, group string) {
 		tb.Logf("clean up %s: %v", topic, err)
 	}
 }
-
-// cutLast resets the connection accepted last, alone.
-func (p *tcpProxy) cutLast() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.open[len(p.open)-2:] { // the client's side and the upstream
-		_ = c.(*net.TCPConn).SetLinger(0)
-		_ = c.Close()
-	}
-	p.open = p.open[:len(p.open)-2]
-	p.ncuts++
-}
