@@ -77,6 +77,19 @@ func partialFailure() *Scenario {
 				Checks: once(1, eq(Enqueued, 0), eq(Delivered, 0), eq(Notified, 0), eq(ExecOrderConfirmed, 0)),
 			},
 		},
+		WithEffects: &Difference{
+			Why: "the crash takes step 1 with it (the batch's transaction never commits), so the redelivery is the " +
+				"first attempt that counts: without the state check nothing transitions twice, and without the outbox " +
+				"the redelivery publishes the confirmation. The outbox is still needed: in this mode its mistake " +
+				"publishes before the commit, and a crash after the publish confirms a payment that never committed",
+			Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
+			Without: map[string]Expect{
+				guardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1)),
+					Note: "no damage without the state check: the crashed attempt left nothing to repeat"},
+				guardOutbox: {Checks: once(1, eq(Enqueued, 0), eq(ExecOrderPaid, 1)),
+					Note: "no damage without the outbox at this crash point: the redelivery published the confirmation"},
+			},
+		},
 		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 1 },
 		Run: func(ctx context.Context, s *Stage) error {
 			if err := s.StartFakes(ctx); err != nil {

@@ -29,6 +29,17 @@ func workerRestart() *Scenario {
 				Checks: once(restartOrders, eq(Notified, restartOrders+1)),
 			},
 		},
+		WithEffects: &Difference{
+			Why: "the kill takes the batch's inbox rows with its transaction: without the provider's key every e-mail " +
+				"the killed batch had sent goes out again, not only the one in flight",
+			Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
+			Without: map[string]Expect{
+				guardProviderKey: {
+					Damage: "every e-mail the killed batch had sent was sent again: its inbox rows went with its transaction",
+					Checks: once(restartOrders, atLeast(Notified, restartOrders+1)),
+				},
+			},
+		},
 		Settled: func(c Counts) bool { return c.Delivered >= restartOrders },
 		Run: func(ctx context.Context, s *Stage) error {
 			w, err := slowConfirmations(ctx, s, 400, nil)

@@ -130,7 +130,8 @@ func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {
 // with-effects), the scenarios whose counts differ in that mode (their
 // WithEffects) and those that cut a worker short between its effects and
 // its acknowledgement: each effect once in every one, and where the
-// repeat came from that gap, one execution instead of two.
+// repeat came from that gap, one execution instead of two; and, with each
+// guard whose outcome differs in this mode off, that outcome.
 func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
 	t.Parallel()
 	requirePostgres(t)
@@ -144,22 +145,41 @@ func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
 			continue
 		}
 		ran++
-		t.Run(s.Name, func(t *testing.T) {
-			t.Parallel()
-			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s})
-			if r.NotApplicable != "" {
-				t.Fatalf("not applicable: %s", r.NotApplicable)
+		cases := []scenario.Case{{Scenario: s}}
+		if s.WithEffects != nil {
+			// And each guard whose outcome differs in this mode, off.
+			for guard := range s.WithEffects.Without {
+				cases = append(cases, scenario.Case{Scenario: s, Without: guard})
 			}
-			if r.Err != nil {
-				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+		}
+		for _, c := range cases {
+			name := c.Scenario.Name
+			if c.Without != "" {
+				name += "/without_" + c.Without
 			}
-			if !r.OK() {
-				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runCase(t, cfg, c)
+			})
+		}
 	}
 	if ran < len(cut)+2 {
 		t.Errorf("ran %d scenarios, want the %d cut ones and at least 2 that differ", ran, len(cut))
+	}
+}
+
+// runCase runs c and fails t unless it showed what it expects.
+func runCase(t *testing.T, cfg scenario.Config, c scenario.Case) {
+	t.Helper()
+	r := scenario.RunOne(context.Background(), cfg, c)
+	if r.NotApplicable != "" {
+		t.Fatalf("not applicable: %s", r.NotApplicable)
+	}
+	if r.Err != nil {
+		t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
+	}
+	if !r.OK() {
+		t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
 	}
 }
 
