@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
-	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -27,14 +25,7 @@ func TestBatchLoopCutsABatchInFlightAfterTheDrain(t *testing.T) {
 	t.Parallel()
 	const topic, group = "bulkdrain", "bulkdrain_group"
 	pool, _ := pgtest.NewDatabase(t)
-	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	if err := b.Provision(topic, group); err != nil {
-		t.Fatal(err)
-	}
+	b := postgresBroker(t, pool, topic, group)
 	var msgs []*message.Message
 	for i := range 3 {
 		msgs = append(msgs, message.NewMessage(fmt.Sprintf("msg-%d", i), []byte(`{}`)))

@@ -14,6 +14,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
@@ -33,14 +34,7 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 	t.Parallel()
 	const topic, group = "bulk", "bulk_group"
 	pool, _ := pgtest.NewDatabase(t)
-	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	if err := b.Provision(topic, group); err != nil {
-		t.Fatal(err)
-	}
+	b := postgresBroker(t, pool, topic, group)
 	var ids []string
 	var msgs []*message.Message
 	for i := range 6 {
@@ -132,14 +126,7 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 	t.Parallel()
 	bn := setup(t, levers.None())
-	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, bn.pool, watermill.NopLogger{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	if err := b.Provision(messages.TopicOrderPaid, consumer.HandlerOrderPaid); err != nil {
-		t.Fatal(err)
-	}
+	b := postgresBroker(t, bn.pool, messages.TopicOrderPaid, consumer.HandlerOrderPaid)
 	var orders []queries.Order
 	var msgs []*message.Message
 	for i := range 30 {
@@ -260,4 +247,19 @@ func TestBatchedWritesTheExecutionLogOfTheBatch(t *testing.T) {
 			t.Errorf("execution %+v, want %+v", r, want[r.msg])
 		}
 	}
+}
+
+// postgresBroker is a postgres broker on pool with topic provisioned for
+// group, closed when the test ends.
+func postgresBroker(t *testing.T, pool *pgxpool.Pool, topic, group string) *broker.Broker {
+	t.Helper()
+	b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, pool, watermill.NopLogger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Provision(topic, group); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

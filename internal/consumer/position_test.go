@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
-	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -42,14 +40,7 @@ func TestPositionWithEffectsLeavesNothingOfABatchCutShort(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			bn := setup(t, levers.None())
-			b, err := broker.New(t.Context(), config.Config{Broker: config.BrokerPostgres}, bn.pool, watermill.NopLogger{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			if err := b.Provision(messages.TopicOrderPaid, consumer.HandlerOrderPaid); err != nil {
-				t.Fatal(err)
-			}
+			b := postgresBroker(t, bn.pool, messages.TopicOrderPaid, consumer.HandlerOrderPaid)
 			var msgs []*message.Message
 			for i := range 10 {
 				msgs = append(msgs, orderPaid(t, bn.newOrder(t), fmt.Sprintf("evt_%d", i)))

@@ -73,16 +73,7 @@ func TestScenariosInBatchMode(t *testing.T) {
 	for _, s := range scenario.Catalogue() {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s})
-			if r.NotApplicable != "" {
-				t.Skip(r.NotApplicable)
-			}
-			if r.Err != nil {
-				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
-			}
-			if !r.OK() {
-				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
-			}
+			runCase(t, cfg, scenario.Case{Scenario: s}, t.Skip)
 		})
 	}
 }
@@ -114,13 +105,7 @@ func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {
 			if !ok {
 				t.Fatalf("no scenario %s", c.scenario)
 			}
-			r := scenario.RunOne(context.Background(), cfg, scenario.Case{Scenario: s, Without: c.guard})
-			if r.Err != nil {
-				t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)
-			}
-			if !r.OK() {
-				t.Errorf("observed %+v\nnot as expected: %v (logs and database kept: %s)", r.Counts, r.Failed, r.LogDir)
-			}
+			runCase(t, cfg, scenario.Case{Scenario: s, Without: c.guard}, t.Fatal)
 		})
 	}
 }
@@ -159,7 +144,7 @@ func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				runCase(t, cfg, c)
+				runCase(t, cfg, c, t.Fatal)
 			})
 		}
 	}
@@ -168,12 +153,13 @@ func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
 	}
 }
 
-// runCase runs c and fails t unless it showed what it expects.
-func runCase(t *testing.T, cfg scenario.Config, c scenario.Case) {
+// runCase runs c and fails t unless it showed what it expects; a case not
+// applicable goes to notApplicable (t.Skip or t.Fatal) with its reason.
+func runCase(t *testing.T, cfg scenario.Config, c scenario.Case, notApplicable func(args ...any)) {
 	t.Helper()
 	r := scenario.RunOne(context.Background(), cfg, c)
 	if r.NotApplicable != "" {
-		t.Fatalf("not applicable: %s", r.NotApplicable)
+		notApplicable("not applicable: " + r.NotApplicable)
 	}
 	if r.Err != nil {
 		t.Fatalf("did not run to the end: %v (logs: %s)", r.Err, r.LogDir)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
@@ -155,7 +154,7 @@ func BenchmarkAMQPBatchPublish(b *testing.B) {
 			if err := brk.Provision(topic, group); err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { deleteAMQPQueueAndExchange(b, topic, group) })
+			b.Cleanup(func() { deleteAMQPTopology(b, topic, []string{group}) })
 			for b.Loop() {
 				if err := p.pub.Publish(topic, orderMessages(perCall)...); err != nil {
 					b.Fatal(err)
@@ -181,36 +180,7 @@ func orderMessages(n int) []*message.Message {
 // deleteAMQPExchange deletes a topic's exchange, which unbinds its queues.
 func deleteAMQPExchange(t *testing.T, topic string) {
 	t.Helper()
-	conn, err := amqp091.Dial(amqpURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.ExchangeDelete(topic, false, false); err != nil {
+	if err := amqpChannel(t).ExchangeDelete(topic, false, false); err != nil {
 		t.Fatalf("delete exchange %s: %v", topic, err)
-	}
-}
-
-// deleteAMQPQueueAndExchange removes what a benchmark left on RabbitMQ.
-func deleteAMQPQueueAndExchange(tb testing.TB, topic, group string) {
-	conn, err := amqp091.Dial(amqpURL())
-	if err != nil {
-		tb.Logf("clean up %s: %v", topic, err)
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err == nil {
-		_, err = ch.QueueDelete(topic+"_"+group, false, false, false)
-	}
-	if err == nil {
-		err = ch.ExchangeDelete(topic, false, false)
-	}
-	if err != nil {
-		tb.Logf("clean up %s: %v", topic, err)
 	}
 }

@@ -36,20 +36,27 @@ func connectAMQP(t *testing.T, rawURL string) *broker.Broker {
 // no consumer, no message is unacknowledged: ready is all the queue holds.
 func amqpQueueState(t *testing.T, queue string) (ready, consumers int) {
 	t.Helper()
-	conn, err := amqp091.Dial(amqpURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	q, err := amqpChannel(t).QueueDeclarePassive(queue, true, false, false, false, nil)
 	if err != nil {
 		t.Fatalf("inspect queue %s: %v", queue, err)
 	}
 	return q.Messages, q.Consumers
+}
+
+// amqpChannel opens a channel on a connection of its own to RabbitMQ,
+// closed when the test ends.
+func amqpChannel(t *testing.T) *amqp091.Channel {
+	t.Helper()
+	conn, err := amqp091.Dial(amqpURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // tcpProxy forwards connections to RabbitMQ until cut, which resets every

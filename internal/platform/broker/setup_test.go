@@ -91,7 +91,7 @@ func requireServer(t *testing.T, name, rawURL, start string) {
 	t.Skipf("%s not reachable at %s (start it with: %s): %v", name, u.Host, start, err)
 }
 
-func deleteAMQPTopology(t *testing.T, topic string, groups []string) {
+func deleteAMQPTopology(t testing.TB, topic string, groups []string) {
 	conn, err := amqp091.Dial(amqpURL())
 	if err != nil {
 		t.Logf("delete RabbitMQ exchange %s: %v", topic, err)
