@@ -64,10 +64,12 @@ type BatchReader struct {
 // re-enqueues; a backfill runs twice), a run the handler itself asks to
 // repeat (a transient failure after its effects), and whatever the handler
 // did outside the database (the provider's e-mail, already sent when the
-// transaction is lost): the guards stay, each on its effect. The read runs READ COMMITTED, not REPEATABLE READ as
-// watermill-sql's does: the state check's UPDATE ... WHERE status =
-// 'pending' must re-check a row another transaction changed meanwhile, and
-// under REPEATABLE READ it would fail with a serialization error instead.
+// transaction is lost): the guards stay, each on its effect.
+//
+// The read runs READ COMMITTED, not REPEATABLE READ as watermill-sql's
+// does: the state check's UPDATE ... WHERE status = 'pending' must
+// re-check a row another transaction changed meanwhile, and under
+// REPEATABLE READ it would fail with a serialization error instead.
 // A statement that fails outside the handler's savepoints aborts the read's
 // transaction: its commit fails, and the whole batch comes again, with
 // nothing of the attempt kept.
