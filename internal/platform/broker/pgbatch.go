@@ -107,30 +107,52 @@ func (r *BatchReader) Loop(ctx context.Context, poll, backoff time.Duration, han
 		func() (int, int, error) { return r.Read(context.WithoutCancel(ctx), handle) }, failed, nil)
 }
 
+// start creates the group's position row and, when the reader reads in
+// lanes, the lane index (PostgresSchema.SchemaInitializingQueries), which a
+// lane's subscriber creates when it starts. A group starts at offset 0, as
+// watermill-sql's subscriber starts it: without its row there is no
+// position to lock, or to read after.
+//
+// Failure it prevents: a worker that fails to start. Readers of several
+// workers (and the lanes of one) start together, and two CREATE INDEX IF
+// NOT EXISTS run at once both find the index missing: the second fails on
+// the catalog's unique name. So the queries run in one transaction that
+// begins with watermill's schema lock (pg_advisory_xact_lock, the first of
+// the schema's initializing queries, the one its subscribers take): one
+// reader creates the index, the others find it made.
+func (r *BatchReader) start(ctx context.Context) error {
+	qs, err := r.offsets.BeforeSubscribingQueries(wsql.BeforeSubscribingQueriesParams{Topic: r.topic, ConsumerGroup: r.group})
+	if err != nil {
+		return err
+	}
+	if r.schema.Lanes > 1 {
+		init, err := r.schema.SchemaInitializingQueries(wsql.SchemaInitializingQueriesParams{Topic: r.topic})
+		if err != nil {
+			return err
+		}
+		qs = append(init, qs...)
+	}
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		for _, q := range qs {
+			if _, err := tx.Exec(ctx, q.Query, q.Args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start the position of %s on %s: %w", r.group, r.topic, err)
+	}
+	return nil
+}
+
 // Read reads one batch and hands it to handle, which returns how many of the
 // messages, from the first, are settled. It returns how many were read (0:
 // none waiting, or another member holds the position) and how many settled.
 func (r *BatchReader) Read(ctx context.Context, handle func(msgs []*message.Message) (done int)) (read, done int, err error) {
 	if !r.started {
-		// A group starts at offset 0, as watermill-sql's subscriber starts
-		// it: without its row there is no position to lock, or to read after.
-		qs, err := r.offsets.BeforeSubscribingQueries(wsql.BeforeSubscribingQueriesParams{Topic: r.topic, ConsumerGroup: r.group})
-		if err != nil {
+		if err := r.start(ctx); err != nil {
 			return 0, 0, err
-		}
-		if r.schema.Lanes > 1 {
-			// The lane index (PostgresSchema.SchemaInitializingQueries),
-			// which a lane's subscriber creates when it starts.
-			init, err := r.schema.SchemaInitializingQueries(wsql.SchemaInitializingQueriesParams{Topic: r.topic})
-			if err != nil {
-				return 0, 0, err
-			}
-			qs = append(init[len(init)-1:], qs...)
-		}
-		for _, q := range qs {
-			if _, err := r.pool.Exec(ctx, q.Query, q.Args...); err != nil {
-				return 0, 0, fmt.Errorf("start the position of %s on %s: %w", r.group, r.topic, err)
-			}
 		}
 		r.started = true
 	}

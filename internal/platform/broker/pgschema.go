@@ -86,8 +86,9 @@ LIMIT ` + fmt.Sprint(max(s.BatchSize, 1))
 // reads in lanes, an index of each row's lane followed by its position, so a
 // lane's poll is one range of that index: it reads only its own rows, and
 // computes no lane (no JSON parsed) at poll time. watermill runs these
-// queries in one transaction behind an advisory lock, so subscribers
-// starting together do not race to create the index.
+// queries in one transaction behind an advisory lock, and BatchReader.start
+// runs them the same way, so subscribers and batch readers starting together
+// do not race to create the index.
 func (s PostgresSchema) SchemaInitializingQueries(params wsql.SchemaInitializingQueriesParams) ([]wsql.Query, error) {
 	queries, err := s.DefaultPostgreSQLSchema.SchemaInitializingQueries(params)
 	if err != nil || s.Lanes <= 1 {
