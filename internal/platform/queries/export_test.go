@@ -1,0 +1,4 @@
+package queries
+
+// AuditOrderSQL is the audit's statement, for the test that reads its plan.
+const AuditOrderSQL = auditOrder
