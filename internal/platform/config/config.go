@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // DevWebhookSecret is the documented development-only webhook secret. Any real
@@ -165,6 +167,11 @@ const (
 	SecretDev        = "dev"        // the documented DevWebhookSecret
 )
 
+// MinWebhookSecretBytes is the shortest WEBHOOK_SECRET accepted: 32 bytes,
+// the size of the HMAC-SHA256 key it becomes. Providers' signing secrets are
+// longer (Stripe's whsec_ secrets are 38 characters).
+const MinWebhookSecretBytes = 32
+
 // WebhookSecretFor returns the secret that verifies (api) or signs (fakes)
 // webhooks, and its kind.
 //
@@ -174,9 +181,19 @@ const (
 // empty WEBHOOK_SECRET does not silently become the documented one: outside a
 // dev run (devRun: `orderpaid all`, `demo`, or ORDERPAID_DEV=1) both an empty
 // secret and the dev secret are refused, with an error saying what to set.
+// A secret that can be guessed is refused in every run: one shorter than
+// MinWebhookSecretBytes, and one holding whitespace, such as the dev secret
+// with the trailing newline of a file or an echo, which would otherwise pass
+// as a secret of the deployment's own.
 func (c Config) WebhookSecretFor(devRun bool) (secret []byte, kind string, err error) {
 	devRun = devRun || c.Dev
 	switch {
+	case strings.ContainsFunc(c.WebhookSecret, unicode.IsSpace):
+		return nil, "", fmt.Errorf("WEBHOOK_SECRET holds whitespace (a trailing newline from a file or an echo?): " +
+			"set the provider's signing secret exactly, without spaces or line breaks")
+	case c.WebhookSecret != "" && len(c.WebhookSecret) < MinWebhookSecretBytes:
+		return nil, "", fmt.Errorf("WEBHOOK_SECRET is %d bytes, too short to keep a forger out: set the payment provider's "+
+			"webhook signing secret (at least %d bytes; for a test secret of your own: openssl rand -hex 32)", len(c.WebhookSecret), MinWebhookSecretBytes)
 	case c.WebhookSecret != "" && c.WebhookSecret != DevWebhookSecret:
 		return []byte(c.WebhookSecret), SecretConfigured, nil
 	case devRun:

@@ -74,7 +74,7 @@ func TestConsumerBatchSize(t *testing.T) {
 }
 
 func TestWebhookSecretFor(t *testing.T) {
-	const own = "whsec_0123456789abcdef"
+	const own = "whsec_0123456789abcdef0123456789abcdef"
 	for _, tt := range []struct {
 		secret, dev string
 		devRun      bool
@@ -103,6 +103,40 @@ func TestWebhookSecretFor(t *testing.T) {
 		if err != nil || string(secret) != tt.want || kind != tt.kind {
 			t.Errorf("secret %q, dev %q, devRun %v: got %q %q %v, want %q %q", tt.secret, tt.dev, tt.devRun, secret, kind, err, tt.want, tt.kind)
 		}
+	}
+}
+
+// A secret that can be guessed is refused in every run, dev or not: one
+// shorter than 32 bytes, and one holding whitespace (the dev secret with a
+// trailing newline would otherwise pass as a secret of the deployment's
+// own). The refusal names the variable and what is wrong with it.
+func TestWebhookSecretRefusesGuessableSecrets(t *testing.T) {
+	own32 := strings.Repeat("k", config.MinWebhookSecretBytes)
+	for _, tt := range []struct {
+		name, secret, says string
+	}{
+		{"one byte", "x", "too short"},
+		{"one byte short", own32[1:], "too short"},
+		{"the dev secret and a newline", config.DevWebhookSecret + "\n", "whitespace"},
+		{"a leading space", " " + own32, "whitespace"},
+		{"a space inside", own32[:10] + " " + own32[10:], "whitespace"},
+		{"a tab", own32 + "\t", "whitespace"},
+		{"a CRLF", own32 + "\r\n", "whitespace"},
+	} {
+		for _, devRun := range []bool{false, true} {
+			cfg, err := config.Load(func(k string) string { return map[string]string{"WEBHOOK_SECRET": tt.secret}[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			secret, _, err := cfg.WebhookSecretFor(devRun)
+			if err == nil || !strings.Contains(err.Error(), "WEBHOOK_SECRET") || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("%s, dev run %v: secret %q, err %v; want a refusal naming WEBHOOK_SECRET and saying %q", tt.name, devRun, secret, err, tt.says)
+			}
+		}
+	}
+	cfg, _ := config.Load(func(k string) string { return map[string]string{"WEBHOOK_SECRET": own32}[k] })
+	if secret, kind, err := cfg.WebhookSecretFor(false); err != nil || string(secret) != own32 || kind != config.SecretConfigured {
+		t.Errorf("a 32-byte secret: %q %q %v, want it accepted", secret, kind, err)
 	}
 }
 
