@@ -100,6 +100,9 @@ func TestOrderCreateRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"blank customer_id", `{"customer_id":"   ","amount_cents":100,"currency":"BRL"}`, "customer_id"},
 		{"blank affiliate_id", `{"customer_id":"c1","affiliate_id":" \t ","amount_cents":100,"currency":"BRL"}`, "affiliate_id"},
 		{"control character in customer_id", `{"customer_id":"c1\n","amount_cents":100,"currency":"BRL"}`, "customer_id"},
+		{"customer_id of only a zero-width space", `{"customer_id":"\u200b","amount_cents":100,"currency":"BRL"}`, "customer_id"},
+		{"right-to-left override in customer_id", `{"customer_id":"c1\u202egpj","amount_cents":100,"currency":"BRL"}`, "customer_id"},
+		{"byte order mark in affiliate_id", `{"customer_id":"c1","affiliate_id":"\ufeffa1","amount_cents":100,"currency":"BRL"}`, "affiliate_id"},
 		{"currency ZZZ", `{"customer_id":"c1","amount_cents":100,"currency":"ZZZ"}`, "currency"},
 		{"currency XXX (no currency)", `{"customer_id":"c1","amount_cents":100,"currency":"XXX"}`, "currency"},
 		{"currency XTS (testing)", `{"customer_id":"c1","amount_cents":100,"currency":"XTS"}`, "currency"},
@@ -199,6 +202,8 @@ func TestWebhookRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"spaces after evt_", `{"id":"evt_   ","type":"payment.succeeded",` + data + `}`, "id"},
 		{"whitespace-only id", `{"id":"   ","type":"payment.succeeded",` + data + `}`, "id"},
 		{"control character in the id", `{"id":"evt_a\u0007","type":"payment.succeeded",` + data + `}`, "id"},
+		{"zero-width space as the id", `{"id":"evt_\u200b","type":"payment.succeeded",` + data + `}`, "id"},
+		{"right-to-left override in the id", `{"id":"evt_a\u202eb","type":"payment.succeeded",` + data + `}`, "id"},
 	} {
 		body := []byte(tc.body)
 		status, out := b.post(t, body, webhook.Sign(secret, time.Now(), body))

@@ -81,8 +81,11 @@ func validateItems(items []order.Item) error {
 }
 
 // checkID refuses an id that is missing, too long, blank or holds control
-// characters: "  " or "c1\n" would be stored as a customer nobody can name.
-// (NUL and invalid UTF-8 never get here: strictjson refuses them.)
+// or format characters: "  ", "c1\n" or "c1" with a zero-width space would
+// be stored as a customer nobody can name, and a right-to-left override
+// (U+202E) shows an id reversed wherever it is printed. Format characters
+// (Unicode category Cf) are invisible by design. (NUL and invalid UTF-8
+// never get here: strictjson refuses them.)
 func checkID(field, id string) error {
 	switch {
 	case id == "" || utf8.RuneCountInString(id) > maxIDLength:
@@ -91,9 +94,15 @@ func checkID(field, id string) error {
 		return badRequest{fmt.Sprintf("field %q must not be blank", field)}
 	case strings.ContainsFunc(id, unicode.IsControl):
 		return badRequest{fmt.Sprintf("field %q must not contain control characters", field)}
+	case strings.ContainsFunc(id, isFormat):
+		return badRequest{fmt.Sprintf("field %q must not contain invisible format characters (such as U+200B or U+202E)", field)}
 	}
 	return nil
 }
+
+// isFormat reports whether r is a format character (Unicode category Cf):
+// zero-width spaces and joiners, bidirectional overrides, the byte order mark.
+func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
 
 // validCurrency reports whether code is a current ISO 4217 code, exactly as
 // the standard spells it, from the list the currency package keeps (the ISO
