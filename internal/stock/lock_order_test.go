@@ -1,0 +1,122 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/stock"
+)
+
+// Reserve and Release lock an order's SKUs in SKU order, the one order
+// every transaction that touches stock takes them in: two transactions over
+// overlapping SKUs then queue behind each other instead of each holding one
+// SKU the other needs (a deadlock, which PostgreSQL breaks by failing one of
+// them). The test watches the order directly: with the last SKU held by
+// another transaction, the call under test must be waiting for it while
+// already holding every SKU before it. Locking in reverse (or in the order
+// the client listed the items) waits on the last SKU holding nothing, and
+// a transaction going the usual way round would deadlock with it.
+func TestReserveAndReleaseLockSKUsInSKUOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fn   reserveFunc
+	}{
+		{"reserve", stock.Reserve},
+		{"release", stock.Release},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool := world(t, map[string]int64{"sku-a": 5, "sku-b": 5, "sku-c": 5})
+			id := newOrder(t, pool, // listed out of SKU order, as a client may send them
+				order.Item{SKU: "sku-c", Quantity: 1}, order.Item{SKU: "sku-a", Quantity: 1}, order.Item{SKU: "sku-b", Quantity: 1})
+			ctx := context.Background()
+			if tc.name == "release" {
+				if _, err := reserve(t, pool, stock.Reserve, id, "paid"); err != nil {
+					t.Fatal(err)
+				}
+				// Rewrite sku-a's reservation so that it comes last in the
+				// table, and read the table in its own order (no index
+				// scan, a plan PostgreSQL is free to choose): Release must
+				// sort the rows it gets back, whatever order they come in.
+				if _, err := pool.Exec(ctx, `UPDATE stock_reservations SET quantity = quantity WHERE order_id = $1 AND sku = 'sku-a'`, id); err != nil {
+					t.Fatal(err)
+				}
+				pool = withoutIndexScans(t, pool)
+			}
+
+			holder, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback(ctx)
+			if _, err := holder.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'sku-c' FOR NO KEY UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := reserve(t, pool, tc.fn, id, "delivery")
+				done <- err
+			}()
+			pgtest.WaitLockWaiters(t, pool, 1) // stopped at sku-c
+
+			for _, sku := range []string{"sku-a", "sku-b"} {
+				if lockedElsewhere(t, pool, sku) {
+					continue
+				}
+				t.Errorf("%s: waits for sku-c while %s is free: SKUs are not locked in SKU order", tc.name, sku)
+			}
+			if err := holder.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		})
+	}
+}
+
+// lockedElsewhere reports whether another transaction holds sku's row
+// lock: a lock attempt with NOWAIT fails at once with lock_not_available
+// instead of waiting.
+func lockedElsewhere(t *testing.T, pool *pgxpool.Pool, sku string) bool {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM stock WHERE sku = $1 FOR NO KEY UPDATE NOWAIT`, sku)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("try the lock of %s: %v", sku, err)
+	}
+	return false
+}
+
+// withoutIndexScans returns a pool on pool's database whose plans read
+// tables sequentially, in their physical order, rather than in an index's
+// order (a bitmap scan too follows the index to a row's first version).
+func withoutIndexScans(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
+	t.Helper()
+	cfg := pool.Config()
+	cfg.ConnConfig.RuntimeParams["enable_indexscan"] = "off"
+	cfg.ConnConfig.RuntimeParams["enable_indexonlyscan"] = "off"
+	cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
