@@ -2,11 +2,8 @@ package payment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -29,12 +26,18 @@ const (
 // same payment. One order_charges row per order (its primary key) is the
 // order's payment intent:
 //
-//   - no row yet, order pending: INSERT ... ON CONFLICT DO NOTHING lets
-//     exactly one of any number of concurrent requests, whatever their keys,
-//     claim attempt 1; the others wait for its commit, insert nothing, and
-//     read the row below;
-//   - charged, or the order is no longer pending: "order already paid",
-//     stored under this key; nothing goes to the gateway;
+//   - the order is no longer pending (paid, or refunded): "already paid" or
+//     "refunded", stored under this key; nothing goes to the gateway,
+//     whatever the order's charge row says. The order's status is the
+//     service's own word that the payment happened; a charge row still
+//     "charging" (its answer was lost, the webhook paid the order) must not
+//     send the order to the gateway again, where only the gateway's memory of
+//     ChargeKey would stand between the customer and a second charge, and
+//     gateways forget keys (Stripe after about 24 hours);
+//   - no row yet: INSERT ... ON CONFLICT DO NOTHING lets exactly one of any
+//     number of concurrent requests, whatever their keys, claim attempt 1;
+//     the others wait for its commit, insert nothing, and read the row below;
+//   - charged: "order already paid", stored under this key;
 //   - charging with a live lock: *InFlightError, another request is at the
 //     gateway (nothing is stored, so this key can be retried);
 //   - charging with an expired lock: its holder crashed or its answer was
@@ -48,28 +51,25 @@ const (
 // PostgreSQL under READ COMMITTED: of concurrent callers exactly one changes
 // the row, the others are told the charge is in flight.
 func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
-	if c.order.Status == order.StatusPending {
-		n, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
-			OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
-		})
-		if err != nil {
-			return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
-		}
-		if n == 1 {
-			c.attempt = 1
-			return nil
-		}
+	if c.order.Status != order.StatusPending {
+		return s.notPayable(ctx, q, c)
+	}
+	n, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
+		OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
+	})
+	if err != nil {
+		return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
+	}
+	if n == 1 {
+		c.attempt = 1
+		return nil
 	}
 	ch, err := q.OrderChargeGet(ctx, c.order.ID)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// Not pending, and never charged through this service.
-		return s.alreadyPaid(ctx, q, c)
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("read the charge of order %s: %w", c.order.ID, err)
 	}
 	switch {
-	case ch.State == chargeCharged, c.order.Status != order.StatusPending && ch.State == chargeRefused:
+	case ch.State == chargeCharged:
 		return s.alreadyPaid(ctx, q, c)
 	case ch.State == chargeRefused:
 		return s.nextAttempt(ctx, q, c, ch)

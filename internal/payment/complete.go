@@ -78,7 +78,7 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 		}
 		if c.attempt > 0 {
 			if _, err := q.OrderChargeSettle(ctx, queries.OrderChargeSettleParams{
-				OrderID: c.order.ID, Attempt: c.attempt, State: state,
+				OrderID: c.order.ID, Attempt: c.attempt, State: state, ChargeID: answeredChargeID(answer),
 			}); err != nil {
 				return fmt.Errorf("settle the charge: %w", err)
 			}
@@ -136,21 +136,26 @@ func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gate
 	if answer.Status == 0 {
 		return nil
 	}
-	var charge struct {
-		ID string `json:"id"`
-	}
-	chargeID := pgtype.Text{}
-	if answer.Status/100 == 2 && json.Unmarshal(answer.Body, &charge) == nil && charge.ID != "" {
-		chargeID = pgtype.Text{String: charge.ID, Valid: true}
-	}
 	err := q.GatewayChargeCallInsert(ctx, queries.GatewayChargeCallInsertParams{
 		OrderID: orderID, GatewayKey: gatewayKey, Status: int32(answer.Status),
-		ChargeID: chargeID, Replayed: answer.Replayed,
+		ChargeID: answeredChargeID(answer), Replayed: answer.Replayed,
 	})
 	if err != nil {
 		return fmt.Errorf("record the gateway's answer: %w", err)
 	}
 	return nil
+}
+
+// answeredChargeID is the charge id a 2xx answer names; NULL for any other
+// answer, or one without an id.
+func answeredChargeID(answer GatewayAnswer) pgtype.Text {
+	var charge struct {
+		ID string `json:"id"`
+	}
+	if answer.Status/100 == 2 && json.Unmarshal(answer.Body, &charge) == nil && charge.ID != "" {
+		return pgtype.Text{String: charge.ID, Valid: true}
+	}
+	return pgtype.Text{}
 }
 
 func completeParams(c *claimed, resp Response) queries.IdempotencyKeyCompleteParams {

@@ -133,6 +133,9 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 // no outbox row. Because both writes share the transaction, there is no
 // moment where the event is recorded but order_paid is not, or the reverse.
 //
+// A payment.succeeded also records its charge on the order's payment intent,
+// in the same transaction (RecordCharge).
+//
 // Traced as the span "effect payment_event_accepted" (technique
 // webhook_inbox) with the inbox's answer; the outbox write nests under it.
 func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
@@ -151,6 +154,9 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 				outcome = effect.AlreadyApplied
 				return nil
 			}
+		}
+		if err := in.chargeRecorder()(ctx, queries.New(tx), ev); err != nil {
+			return err
 		}
 		topic, msg, err := message(ev)
 		if err != nil {

@@ -39,9 +39,17 @@ SELECT
     (SELECT count(DISTINCT n.provider_notification_id) FROM notification_log n
       WHERE n.order_id = sqlc.arg(order_id)::uuid AND n.template = 'order_refunded')  AS refund_notified,
     -- Distinct gateway charge ids the service was told of, for the same reason:
-    -- a replayed answer names the charge first made.
-    (SELECT count(DISTINCT c.charge_id) FROM gateway_charge_calls c
-      WHERE c.order_id = sqlc.arg(order_id)::uuid AND c.charge_id IS NOT NULL)        AS charges,
+    -- a replayed answer names the charge first made. The gateway's answers
+    -- and the charge the provider's signed event recorded on the order's
+    -- payment intent (order_charges.charge_id): a charge whose answer died
+    -- with the api is counted once, through its event.
+    (SELECT count(DISTINCT k.charge_id) FROM (
+        SELECT c.charge_id FROM gateway_charge_calls c
+        WHERE c.order_id = sqlc.arg(order_id)::uuid
+        UNION ALL
+        SELECT ch.charge_id FROM order_charges ch
+        WHERE ch.order_id = sqlc.arg(order_id)::uuid) k
+      WHERE k.charge_id IS NOT NULL)                                                   AS charges,
     -- Each time the order's items really left the counter, or came back
     -- (stock_movements, written with the change itself).
     (SELECT count(*) FROM stock_movements m

@@ -28,12 +28,30 @@ SET attempt = attempt + 1, state = 'charging',
 WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'refused';
 
 -- name: OrderChargeSettle :execrows
--- Records the gateway's definitive answer to an attempt: charged or refused.
--- Any holder of the attempt may settle it (they all sent the same gateway
--- key, so they all got the same answer); a settled attempt stays settled.
+-- Records the gateway's definitive answer to an attempt: charged (with the
+-- gateway's charge id) or refused. Any holder of the attempt may settle it
+-- (they all sent the same gateway key, so they all got the same answer); a
+-- settled attempt stays settled, and a charge id recorded first by the
+-- provider's event (OrderChargeRecordFromEvent) is kept.
 UPDATE order_charges
-SET state = sqlc.arg(state), locked_until = NULL, updated_at = now()
+SET state = sqlc.arg(state), locked_until = NULL, updated_at = now(),
+    charge_id = coalesce(charge_id, sqlc.narg(charge_id))
 WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'charging';
+
+-- name: OrderChargeRecordFromEvent :exec
+-- Records the charge a signed payment.succeeded names, in the webhook's own
+-- transaction: the order's charge is settled as charged (no request calls the
+-- gateway for it again, whatever the gateway still remembers of its key) and
+-- its charge id is kept unless one was recorded first. An order the service
+-- never claimed a charge for (the charge was made elsewhere) gets its row
+-- here, already charged. The event is the provider's word that money moved:
+-- it settles an attempt still charging, even one whose holder is at the
+-- gateway now (that holder's settle and release then change nothing).
+INSERT INTO order_charges (order_id, state, holder_scope, holder_key, charge_id)
+VALUES (sqlc.arg(order_id), 'charged', 'webhook', sqlc.arg(event_id), sqlc.narg(charge_id))
+ON CONFLICT (order_id) DO UPDATE
+SET state = 'charged', locked_until = NULL, updated_at = now(),
+    charge_id = coalesce(order_charges.charge_id, excluded.charge_id);
 
 -- name: OrderChargeRelease :exec
 -- Gives the charge back after an answer that settles nothing (a 5xx, a

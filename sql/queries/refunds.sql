@@ -10,22 +10,41 @@ SELECT * FROM refund_requests WHERE order_id = $1;
 
 -- name: OrderLockForCommission :one
 -- Serialises the commission with the order's refund: it takes the order's
--- row lock, which MarkRefunded's UPDATE takes too. Whichever comes second
--- sees what the first committed: a refund that came first leaves a status
--- other than paid, or a refund intent, and no commission is credited; a
--- commission that came first is there for the refund to reverse.
-SELECT o.status,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+-- row lock, which MarkRefunded's UPDATE and the refund request's
+-- OrderGetForUpdate take too. Whichever comes second sees what the first
+-- committed: a refund that came first leaves a status other than paid, or
+-- a refund intent (RefundRequestExists, read after this), and no commission
+-- is credited; a commission that came first is there for the refund to
+-- reverse. The status is the locked row's newest version; anything else
+-- this statement read would come from the snapshot it took before waiting.
+SELECT o.status
 FROM orders o
 WHERE o.id = $1
 FOR UPDATE OF o;
 
+-- name: RefundRequestExists :one
+-- Whether a refund of the order was asked. Read in its own statement after
+-- the order's row lock (OrderLockForCommission): under READ COMMITTED each
+-- statement takes a fresh snapshot, so this one sees a refund intent that
+-- committed while the lock was awaited. An EXISTS in the locking statement
+-- itself would not: it reads the snapshot that statement took before it
+-- waited.
+SELECT EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = $1);
+
 -- name: OrderChargeID :one
--- The gateway's id of the order's charge, from the service's own record of
--- the gateway's answers: what a refund names.
-SELECT c.charge_id::text FROM gateway_charge_calls c
-WHERE c.order_id = $1 AND c.charge_id IS NOT NULL
-ORDER BY c.id
+-- The gateway's id of the order's charge: what a refund names. First the
+-- order's payment intent, which the api's answer or the provider's signed
+-- event recorded, whichever came first (so a charge whose answer died with the
+-- api is still known); then the service's record of the gateway's answers
+-- (gateway_charge_calls), where a charge made without the per-order claim is.
+SELECT charge_id::text FROM (
+    SELECT ch.charge_id, 0 AS rank, 0::bigint AS id FROM order_charges ch
+    WHERE ch.order_id = $1 AND ch.charge_id IS NOT NULL
+    UNION ALL
+    SELECT c.charge_id, 1, c.id FROM gateway_charge_calls c
+    WHERE c.order_id = $1 AND c.charge_id IS NOT NULL
+) known
+ORDER BY rank, id
 LIMIT 1;
 
 -- name: GatewayRefundCallInsert :exec

@@ -122,6 +122,23 @@ func (g *Gateway) emit(ev Event) {
 	g.delivery.start(events, false)
 }
 
+// ForgetKeys forgets every Idempotency-Key the gateway has seen, charges and
+// refunds alike, as a real gateway does once its keys expire (Stripe keeps
+// them about 24 hours): a call with an old key is then a new request. The
+// charges and refunds made stay made. It returns how many keys it forgot.
+func (g *Gateway) ForgetKeys() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.byKey)
+	g.byKey = make(keyStore)
+	return n
+}
+
+// handleForgetKeys serves POST /control/gateway/forget-keys.
+func (g *Gateway) handleForgetKeys(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]int{"forgotten": g.ForgetKeys()})
+}
+
 // handleListCharges serves GET /charges.
 func (g *Gateway) handleListCharges(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, g.Charges())

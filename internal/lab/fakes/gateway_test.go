@@ -184,3 +184,27 @@ func TestControlRefusesBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// A gateway forgets its keys after a while (POST /control/gateway/forget-keys
+// plays that day): the same key then charges again, and the charge made
+// before stays made. This is why the service must not send a paid order to
+// the gateway again, whatever key it holds.
+func TestForgottenKeyChargesAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := do(t, http.MethodPost, b.url+"/charges", "key-1", charge("o1", 10000))
+	if first.status != http.StatusCreated {
+		t.Fatalf("first POST /charges = %d %s, want 201", first.status, first.body)
+	}
+	forgot := do(t, http.MethodPost, b.url+"/control/gateway/forget-keys", "", nil)
+	if forgot.status != http.StatusOK || decode[map[string]int](t, forgot)["forgotten"] != 1 {
+		t.Fatalf("POST /control/gateway/forget-keys = %d %s, want 200 {\"forgotten\":1}", forgot.status, forgot.body)
+	}
+	again := do(t, http.MethodPost, b.url+"/charges", "key-1", charge("o1", 10000))
+	if again.status != http.StatusCreated || again.header.Get(fakes.ReplayedHeader) != "" {
+		t.Fatalf("same key after forgetting = %d replayed=%q, want a new 201", again.status, again.header.Get(fakes.ReplayedHeader))
+	}
+	if charges := decode[[]fakes.Charge](t, do(t, http.MethodGet, b.url+"/charges", "", nil)); len(charges) != 2 {
+		t.Fatalf("charges = %d, want 2: the forgotten key charged again", len(charges))
+	}
+}

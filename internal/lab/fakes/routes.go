@@ -19,6 +19,8 @@ import "net/http"
 //	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
 //	                               (of POST /charges and POST /refunds alike)
 //	GET  /control/gateway          the current settings
+//	POST /control/gateway/forget-keys  forget every Idempotency-Key, as a gateway does when its keys expire
+//	                               (charges and refunds stay made) -> 200 {"forgotten":N}
 //
 // Notification provider:
 //
@@ -44,6 +46,7 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("GET /webhook-deliveries", g.handleListDeliveries)
 	mux.HandleFunc("POST /control/gateway", g.handleSetGatewayControl)
 	mux.HandleFunc("GET /control/gateway", g.handleGetGatewayControl)
+	mux.HandleFunc("POST /control/gateway/forget-keys", g.handleForgetKeys)
 
 	mux.HandleFunc("POST /notifications", n.handleSend)
 	mux.HandleFunc("GET /notifications", n.handleList)

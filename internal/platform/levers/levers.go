@@ -35,13 +35,17 @@ const (
 	// ChargeClaim: one charge per order, whatever the key (off: every new
 	// key charges).
 	ChargeClaim Guard = "charge-claim"
+	// ChargeRecord: the charge a signed payment.succeeded names recorded on
+	// the order's payment intent (off: the event's charge id is dropped, and
+	// the service knows a charge only from the api's answer).
+	ChargeRecord Guard = "charge-record"
 	// StockReservation: one reservation row per (order, SKU) and a guarded
 	// decrement (off: the naive counter, a decrement per delivery).
 	StockReservation Guard = "stock-reservation"
 )
 
 // guards lists every Guard, sorted by name.
-var guards = []Guard{ChargeClaim, IdempotencyKey, Inbox, LedgerKey, Outbox, ProviderKey, StateCheck, StockReservation, WebhookInbox}
+var guards = []Guard{ChargeClaim, ChargeRecord, IdempotencyKey, Inbox, LedgerKey, Outbox, ProviderKey, StateCheck, StockReservation, WebhookInbox}
 
 // GuardNames lists the names --without accepts, sorted.
 func GuardNames() []string {

@@ -37,7 +37,7 @@ func TestParseWithout(t *testing.T) {
 // what they were, and each one switches its own guard off.
 func TestGuardNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"charge-claim", "idempotency-key", "inbox", "ledger-key", "outbox", "provider-key", "state-check", "stock-reservation", "webhook-inbox"}
+	want := []string{"charge-claim", "charge-record", "idempotency-key", "inbox", "ledger-key", "outbox", "provider-key", "state-check", "stock-reservation", "webhook-inbox"}
 	got := levers.GuardNames()
 	if len(got) != len(want) {
 		t.Fatalf("GuardNames() = %v, want %v", got, want)

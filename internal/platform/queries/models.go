@@ -101,14 +101,15 @@ type Order struct {
 }
 
 type OrderCharge struct {
-	OrderID     uuid.UUID  `json:"order_id"`
-	Attempt     int32      `json:"attempt"`
-	State       string     `json:"state"`
-	HolderScope string     `json:"holder_scope"`
-	HolderKey   string     `json:"holder_key"`
-	LockedUntil *time.Time `json:"locked_until"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
+	OrderID     uuid.UUID   `json:"order_id"`
+	Attempt     int32       `json:"attempt"`
+	State       string      `json:"state"`
+	HolderScope string      `json:"holder_scope"`
+	HolderKey   string      `json:"holder_key"`
+	LockedUntil *time.Time  `json:"locked_until"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	ChargeID    pgtype.Text `json:"charge_id"`
 }
 
 type OrderItem struct {

@@ -39,7 +39,7 @@ func (q *Queries) GatewayChargeCallInsert(ctx context.Context, arg GatewayCharge
 }
 
 const orderChargeGet = `-- name: OrderChargeGet :one
-SELECT order_id, attempt, state, holder_scope, holder_key, locked_until, created_at, updated_at FROM order_charges WHERE order_id = $1
+SELECT order_id, attempt, state, holder_scope, holder_key, locked_until, created_at, updated_at, charge_id FROM order_charges WHERE order_id = $1
 `
 
 func (q *Queries) OrderChargeGet(ctx context.Context, orderID uuid.UUID) (OrderCharge, error) {
@@ -54,6 +54,7 @@ func (q *Queries) OrderChargeGet(ctx context.Context, orderID uuid.UUID) (OrderC
 		&i.LockedUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ChargeID,
 	)
 	return i, err
 }
@@ -84,6 +85,33 @@ func (q *Queries) OrderChargeInsert(ctx context.Context, arg OrderChargeInsertPa
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const orderChargeRecordFromEvent = `-- name: OrderChargeRecordFromEvent :exec
+INSERT INTO order_charges (order_id, state, holder_scope, holder_key, charge_id)
+VALUES ($1, 'charged', 'webhook', $2, $3)
+ON CONFLICT (order_id) DO UPDATE
+SET state = 'charged', locked_until = NULL, updated_at = now(),
+    charge_id = coalesce(order_charges.charge_id, excluded.charge_id)
+`
+
+type OrderChargeRecordFromEventParams struct {
+	OrderID  uuid.UUID   `json:"order_id"`
+	EventID  string      `json:"event_id"`
+	ChargeID pgtype.Text `json:"charge_id"`
+}
+
+// Records the charge a signed payment.succeeded names, in the webhook's own
+// transaction: the order's charge is settled as charged (no request calls the
+// gateway for it again, whatever the gateway still remembers of its key) and
+// its charge id is kept unless one was recorded first. An order the service
+// never claimed a charge for (the charge was made elsewhere) gets its row
+// here, already charged. The event is the provider's word that money moved:
+// it settles an attempt still charging, even one whose holder is at the
+// gateway now (that holder's settle and release then change nothing).
+func (q *Queries) OrderChargeRecordFromEvent(ctx context.Context, arg OrderChargeRecordFromEventParams) error {
+	_, err := q.db.Exec(ctx, orderChargeRecordFromEvent, arg.OrderID, arg.EventID, arg.ChargeID)
+	return err
 }
 
 const orderChargeRelease = `-- name: OrderChargeRelease :exec
@@ -147,21 +175,30 @@ func (q *Queries) OrderChargeRetry(ctx context.Context, arg OrderChargeRetryPara
 
 const orderChargeSettle = `-- name: OrderChargeSettle :execrows
 UPDATE order_charges
-SET state = $1, locked_until = NULL, updated_at = now()
-WHERE order_id = $2 AND attempt = $3 AND state = 'charging'
+SET state = $1, locked_until = NULL, updated_at = now(),
+    charge_id = coalesce(charge_id, $2)
+WHERE order_id = $3 AND attempt = $4 AND state = 'charging'
 `
 
 type OrderChargeSettleParams struct {
-	State   string    `json:"state"`
-	OrderID uuid.UUID `json:"order_id"`
-	Attempt int32     `json:"attempt"`
+	State    string      `json:"state"`
+	ChargeID pgtype.Text `json:"charge_id"`
+	OrderID  uuid.UUID   `json:"order_id"`
+	Attempt  int32       `json:"attempt"`
 }
 
-// Records the gateway's definitive answer to an attempt: charged or refused.
-// Any holder of the attempt may settle it (they all sent the same gateway
-// key, so they all got the same answer); a settled attempt stays settled.
+// Records the gateway's definitive answer to an attempt: charged (with the
+// gateway's charge id) or refused. Any holder of the attempt may settle it
+// (they all sent the same gateway key, so they all got the same answer); a
+// settled attempt stays settled, and a charge id recorded first by the
+// provider's event (OrderChargeRecordFromEvent) is kept.
 func (q *Queries) OrderChargeSettle(ctx context.Context, arg OrderChargeSettleParams) (int64, error) {
-	result, err := q.db.Exec(ctx, orderChargeSettle, arg.State, arg.OrderID, arg.Attempt)
+	result, err := q.db.Exec(ctx, orderChargeSettle,
+		arg.State,
+		arg.ChargeID,
+		arg.OrderID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -38,19 +38,27 @@ func (q *Queries) GatewayRefundCallInsert(ctx context.Context, arg GatewayRefund
 }
 
 const orderChargeID = `-- name: OrderChargeID :one
-SELECT c.charge_id::text FROM gateway_charge_calls c
-WHERE c.order_id = $1 AND c.charge_id IS NOT NULL
-ORDER BY c.id
+SELECT charge_id::text FROM (
+    SELECT ch.charge_id, 0 AS rank, 0::bigint AS id FROM order_charges ch
+    WHERE ch.order_id = $1 AND ch.charge_id IS NOT NULL
+    UNION ALL
+    SELECT c.charge_id, 1, c.id FROM gateway_charge_calls c
+    WHERE c.order_id = $1 AND c.charge_id IS NOT NULL
+) known
+ORDER BY rank, id
 LIMIT 1
 `
 
-// The gateway's id of the order's charge, from the service's own record of
-// the gateway's answers: what a refund names.
+// The gateway's id of the order's charge: what a refund names. First the
+// order's payment intent, which the api's answer or the provider's signed
+// event recorded, whichever came first (so a charge whose answer died with the
+// api is still known); then the service's record of the gateway's answers
+// (gateway_charge_calls), where a charge made without the per-order claim is.
 func (q *Queries) OrderChargeID(ctx context.Context, orderID uuid.UUID) (string, error) {
 	row := q.db.QueryRow(ctx, orderChargeID, orderID)
-	var c_charge_id string
-	err := row.Scan(&c_charge_id)
-	return c_charge_id, err
+	var charge_id string
+	err := row.Scan(&charge_id)
+	return charge_id, err
 }
 
 const orderGetForUpdate = `-- name: OrderGetForUpdate :one
@@ -77,28 +85,42 @@ func (q *Queries) OrderGetForUpdate(ctx context.Context, id uuid.UUID) (Order, e
 }
 
 const orderLockForCommission = `-- name: OrderLockForCommission :one
-SELECT o.status,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+SELECT o.status
 FROM orders o
 WHERE o.id = $1
 FOR UPDATE OF o
 `
 
-type OrderLockForCommissionRow struct {
-	Status          string `json:"status"`
-	RefundRequested bool   `json:"refund_requested"`
+// Serialises the commission with the order's refund: it takes the order's
+// row lock, which MarkRefunded's UPDATE and the refund request's
+// OrderGetForUpdate take too. Whichever comes second sees what the first
+// committed: a refund that came first leaves a status other than paid, or
+// a refund intent (RefundRequestExists, read after this), and no commission
+// is credited; a commission that came first is there for the refund to
+// reverse. The status is the locked row's newest version; anything else
+// this statement read would come from the snapshot it took before waiting.
+func (q *Queries) OrderLockForCommission(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, orderLockForCommission, id)
+	var status string
+	err := row.Scan(&status)
+	return status, err
 }
 
-// Serialises the commission with the order's refund: it takes the order's
-// row lock, which MarkRefunded's UPDATE takes too. Whichever comes second
-// sees what the first committed: a refund that came first leaves a status
-// other than paid, or a refund intent, and no commission is credited; a
-// commission that came first is there for the refund to reverse.
-func (q *Queries) OrderLockForCommission(ctx context.Context, id uuid.UUID) (OrderLockForCommissionRow, error) {
-	row := q.db.QueryRow(ctx, orderLockForCommission, id)
-	var i OrderLockForCommissionRow
-	err := row.Scan(&i.Status, &i.RefundRequested)
-	return i, err
+const refundRequestExists = `-- name: RefundRequestExists :one
+SELECT EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = $1)
+`
+
+// Whether a refund of the order was asked. Read in its own statement after
+// the order's row lock (OrderLockForCommission): under READ COMMITTED each
+// statement takes a fresh snapshot, so this one sees a refund intent that
+// committed while the lock was awaited. An EXISTS in the locking statement
+// itself would not: it reads the snapshot that statement took before it
+// waited.
+func (q *Queries) RefundRequestExists(ctx context.Context, orderID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, refundRequestExists, orderID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const refundRequestGet = `-- name: RefundRequestGet :one
