@@ -23,6 +23,7 @@ func faultPoints() []string {
 		consumer.FaultAfterProviderCall,
 		consumer.FaultAfterGatewayRefund,
 		payment.FaultBeforeGatewayCall,
+		payment.FaultAfterGatewayCall,
 	}
 }
 

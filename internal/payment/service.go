@@ -20,6 +20,14 @@ import (
 // moment leaves behind, a key locked until its lock expires.
 const FaultBeforeGatewayCall = "payment.before_gateway_call"
 
+// FaultAfterGatewayCall fires once the gateway has answered and before the
+// answer is stored. Armed in Crash mode it kills the api between the
+// gateway's answer and the record of it: the charge is made, the service
+// holds no answer, and the provider's payment.succeeded is left to record it
+// (webhook.RecordCharge). Armed in Fail mode, Pay returns levers.ErrInjected
+// leaving the key and the order's charge locked, as that crash would.
+const FaultAfterGatewayCall = "payment.after_gateway_call"
+
 // Config tunes the Service and the Cleaner. Zero values take the documented
 // defaults.
 type Config struct {
@@ -50,7 +58,8 @@ type Service struct {
 	gw   *GatewayClient
 	cfg  Config
 	// levers may switch the Idempotency-Key or the per-order charge claim
-	// off and arm FaultBeforeGatewayCall; the zero value is production.
+	// off and arm FaultBeforeGatewayCall and FaultAfterGatewayCall; the zero
+	// value is production.
 	levers levers.Levers
 }
 
@@ -144,5 +153,9 @@ func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 		AmountCents: c.order.AmountCents,
 		Currency:    c.order.Currency,
 	})
+	if err := s.levers.Hit(FaultAfterGatewayCall); err != nil {
+		// A crash here: the money moved and no answer is stored.
+		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
+	}
 	return s.complete(ctx, c, answer, callErr)
 }
