@@ -3,10 +3,10 @@
 # schema, starts api + worker + fake providers in one process, walks one order
 # through the flow while the providers repeat themselves, and shows the audit.
 # Needs Go and PostgreSQL (DATABASE_URL, default: the local server).
-# Listens where HTTP_ADDR and FAKES_ADDR say (default :8080 and :8081); the
-# demo reaches the server at the addresses it really bound, or at API_URL and
-# FAKES_URL when they are set. KEEP=1 leaves the server running afterwards
-# (Ctrl-C stops it).
+# Listens where HTTP_ADDR and FAKES_ADDR say (default 127.0.0.1:8080 and
+# 127.0.0.1:8081: loopback only, as every dev run); the demo reaches the
+# server at the addresses it really bound, or at API_URL and FAKES_URL when
+# they are set. KEEP=1 leaves the server running afterwards (Ctrl-C stops it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -18,7 +18,7 @@ go build -o bin/orderpaid ./cmd/orderpaid
 echo "==> applying the schema to $DATABASE_URL"
 bin/orderpaid migrate
 
-echo "==> starting orderpaid all (api ${HTTP_ADDR:-:8080}, fakes ${FAKES_ADDR:-:8081}; logs in bin/demo.log)"
+echo "==> starting orderpaid all (api ${HTTP_ADDR:-127.0.0.1:8080}, fakes ${FAKES_ADDR:-127.0.0.1:8081}; logs in bin/demo.log)"
 bin/orderpaid all >bin/demo.out 2>bin/demo.log &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT

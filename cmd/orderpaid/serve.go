@@ -74,6 +74,9 @@ func serve(e env, name string, p process) error {
 	// `all` (and `demo`, which runs it) is a dev run without ORDERPAID_DEV:
 	// it accepts the lab's levers and the documented dev webhook secret.
 	devRun := name == "all" || cfg.Dev
+	if devRun {
+		cfg = cfg.ForDevRun() // the API on loopback unless HTTP_ADDR says otherwise
+	}
 	lv, err := labLevers(name, devRun, withoutList, faultSpec, dedupe)
 	if err != nil {
 		return err

@@ -78,9 +78,11 @@ func (s *server) labRoutes(r chi.Router) {
 	r.Get("/lab/state", s.handleLabState)
 	r.With(withOrderID).Get("/lab/orders/{id}/timeline", s.handleLabTimeline)
 
-	// Every control takes JSON only: a browser must ask before sending it
+	// Every control answers the lab page on this machine only (see
+	// requireLocalPage: a foreign Host or Origin is refused, DNS rebinding
+	// included), and takes JSON only: a browser must ask before sending it
 	// cross-site (see requireJSON), so no other web page can pull a lever.
-	act := r.With(s.requireJSON(untypedRefused))
+	act := r.With(s.requireLocalPage, s.requireJSON(untypedRefused))
 	act.With(withOrderID).Post("/lab/orders/{id}/redeliver", s.handleLabRedeliver)
 	act.Post("/lab/providers/{provider}", s.handleLabProvider)
 	act.Post("/lab/replay", s.handleLabReplay)

@@ -12,11 +12,23 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
-// labRequest serves one request to an API whose lab is lab (nil: none).
+// labRequest serves one request to an API whose lab is lab (nil: none), as
+// curl on the machine that runs it sends it: Host 127.0.0.1:8080, no Origin.
 func labRequest(t *testing.T, lab *httpapi.Lab, method, path, contentType, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	return labRequestFrom(t, lab, method, path, contentType, body, "127.0.0.1:8080", "")
+}
+
+// labRequestFrom is labRequest with the Host and Origin ("": none) a
+// browser or a client sends.
+func labRequestFrom(t *testing.T, lab *httpapi.Lab, method, path, contentType, body, host, origin string) *httptest.ResponseRecorder {
 	t.Helper()
 	h := httpapi.NewServer(httpapi.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Lab: lab})
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Host = host
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -26,6 +26,25 @@ const DevWebhookSecret = "whsec_dev_only_do_not_use_in_production"
 // the scenario runner, bench and soak set it for the processes they start.
 const DevVariable = "ORDERPAID_DEV"
 
+// Listen addresses when HTTP_ADDR and FAKES_ADDR are not set.
+//
+// Failure they prevent: anyone on the same network (a workshop's Wi-Fi)
+// forging payments, switching guards off and arming faults. A dev run
+// verifies webhooks with the documented dev secret and serves the lab's
+// levers, and the fakes' control endpoints make the providers fail; on
+// every interface, any machine that reaches the port could use them. So a
+// dev run's API (ForDevRun) and the fakes listen on loopback only unless
+// told otherwise. Inside a container loopback cannot be reached from
+// outside it: docker-compose.yml sets HTTP_ADDR=0.0.0.0:8080 and
+// FAKES_ADDR=0.0.0.0:8081, and publishes the ports on the host's 127.0.0.1
+// only. A production api listens on every interface (DefaultHTTPAddr), as
+// a service behind a load balancer or in a pod must.
+const (
+	DefaultHTTPAddr = ":8080"          // the API outside a dev run
+	DevHTTPAddr     = "127.0.0.1:8080" // the API of a dev run
+	DevFakesAddr    = "127.0.0.1:8081" // the fakes, in every run (they stand in for providers: never production)
+)
+
 // Broker names accepted in BROKER.
 const (
 	BrokerPostgres = "postgres"
@@ -40,8 +59,8 @@ type Config struct {
 	BrokerPrefix  string // BROKER_PREFIX: prefix of every topic on the broker (default none)
 	AMQPURL       string // AMQP_URL
 	NATSURL       string // NATS_URL
-	HTTPAddr      string // HTTP_ADDR: the API listens here
-	FakesAddr     string // FAKES_ADDR: orderpaid fakes listens here
+	HTTPAddr      string // HTTP_ADDR: the API listens here (default DefaultHTTPAddr; DevHTTPAddr in a dev run)
+	FakesAddr     string // FAKES_ADDR: orderpaid fakes listens here (default DevFakesAddr)
 	FakesURL      string // FAKES_URL: where api and worker reach the fakes
 	WebhookURL    string // WEBHOOK_URL: where the fake gateway delivers webhooks
 	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
@@ -64,6 +83,9 @@ type Config struct {
 	// transaction after the handler's; PositionWithEffects, in one
 	// transaction with the effects (the postgres broker, batch mode).
 	ConsumerPosition string
+
+	// httpAddrSet: HTTP_ADDR is set, and a dev run keeps it (ForDevRun).
+	httpAddrSet bool
 }
 
 // Values of CONSUMER_POSITION.
@@ -95,8 +117,9 @@ func Load(getenv func(string) string) (Config, error) {
 		BrokerPrefix:  getenv("BROKER_PREFIX"),
 		AMQPURL:       cmp.Or(getenv("AMQP_URL"), "amqp://guest:guest@localhost:5672/"),
 		NATSURL:       cmp.Or(getenv("NATS_URL"), "nats://localhost:4222"),
-		HTTPAddr:      cmp.Or(getenv("HTTP_ADDR"), ":8080"),
-		FakesAddr:     cmp.Or(getenv("FAKES_ADDR"), ":8081"),
+		HTTPAddr:      cmp.Or(getenv("HTTP_ADDR"), DefaultHTTPAddr),
+		httpAddrSet:   getenv("HTTP_ADDR") != "",
+		FakesAddr:     cmp.Or(getenv("FAKES_ADDR"), DevFakesAddr),
 		FakesURL:      cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
 		WebhookURL:    cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
 		WebhookSecret: getenv("WEBHOOK_SECRET"),
@@ -106,6 +129,7 @@ func Load(getenv func(string) string) (Config, error) {
 	case "":
 	case "1":
 		cfg.Dev = true
+		cfg = cfg.ForDevRun()
 	default:
 		return Config{}, fmt.Errorf("%s=%q: set it to 1 for a development run, or leave it unset", DevVariable, getenv(DevVariable))
 	}
@@ -146,6 +170,17 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// ForDevRun returns c as a dev run uses it: the API listens on DevHTTPAddr,
+// loopback only, unless HTTP_ADDR is set. Load applies it with
+// ORDERPAID_DEV=1; `orderpaid all` (and `demo`, which runs it) is a dev run
+// without it, and applies it itself.
+func (c Config) ForDevRun() Config {
+	if !c.httpAddrSet {
+		c.HTTPAddr = DevHTTPAddr
+	}
+	return c
 }
 
 // batchSize parses CONSUMER_BATCH_SIZE: empty is 1.

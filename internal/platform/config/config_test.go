@@ -43,6 +43,40 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// A dev run listens on loopback only unless HTTP_ADDR or FAKES_ADDR says
+// otherwise: on every interface, anyone on the same network could forge a
+// payment with the documented dev secret or pull the lab's levers. The
+// fakes stand in for providers in every run, and listen on loopback too. A
+// production api listens on every interface, as the contract says.
+func TestListenAddresses(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		env              map[string]string
+		devRun           bool // as `orderpaid all`: ForDevRun without ORDERPAID_DEV
+		wantAPI, wantFks string
+	}{
+		{"production", nil, false, ":8080", "127.0.0.1:8081"},
+		{"ORDERPAID_DEV=1", map[string]string{"ORDERPAID_DEV": "1"}, false, "127.0.0.1:8080", "127.0.0.1:8081"},
+		{"orderpaid all", nil, true, "127.0.0.1:8080", "127.0.0.1:8081"},
+		{"a dev run told otherwise", map[string]string{"ORDERPAID_DEV": "1", "HTTP_ADDR": "0.0.0.0:8080", "FAKES_ADDR": "0.0.0.0:8081"}, true,
+			"0.0.0.0:8080", "0.0.0.0:8081"},
+		{"orderpaid all on a port of its own", map[string]string{"HTTP_ADDR": "127.0.0.1:18080"}, true, "127.0.0.1:18080", "127.0.0.1:8081"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Load(func(k string) string { return tt.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.devRun {
+				cfg = cfg.ForDevRun()
+			}
+			if cfg.HTTPAddr != tt.wantAPI || cfg.FakesAddr != tt.wantFks {
+				t.Errorf("HTTP_ADDR %q, FAKES_ADDR %q; want %q, %q", cfg.HTTPAddr, cfg.FakesAddr, tt.wantAPI, tt.wantFks)
+			}
+		})
+	}
+}
+
 // CONSUMER_BATCH_SIZE is 1 unless set, and 1..1000 when set; anything else
 // is refused with an error naming the variable and the range.
 func TestConsumerBatchSize(t *testing.T) {
