@@ -158,6 +158,8 @@ type batchOrder struct {
 	fulfil bool
 	// stock is the leader's stock_reserved answer ("" when none).
 	stock effect.Outcome
+	// refundRequested: a refund of it was asked, read once it was locked.
+	refundRequested bool
 }
 
 // newBatch decodes msgs and groups them by order. A message that cannot be

@@ -16,11 +16,15 @@ import (
 )
 
 // batchMarkPaid is step 1 of HandleOrderPaidBatch, one transaction for the
-// batch: the orders locked in id order (OrderLockBatch: two batches that
-// overlap lock them in one order and cannot deadlock), the state check and
-// the transitions (batchStateCheck), then the reservations and the
-// confirmations (batchFulfil). What it learns it writes into b; b is
-// thrown away if the transaction fails.
+// batch: the orders locked in id order (OrderLockBatch: id order is the
+// order every batch takes order locks in, InOneTransaction's too, so
+// batches that overlap wait for one another instead of deadlocking), then,
+// in a statement of its own that sees a refund intent committed while a
+// lock was awaited, which of them are being refunded
+// (RefundRequestOrdersBatch); the state check and the transitions
+// (batchStateCheck), then the reservations and the confirmations
+// (batchFulfil). What it learns it writes into b; b is thrown away if the
+// transaction fails.
 func (c *Consumers) batchMarkPaid(b *batch) error {
 	return postgres.InTx(b.ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
@@ -31,6 +35,13 @@ func (c *Consumers) batchMarkPaid(b *batch) error {
 		for _, r := range rows {
 			o := b.byID[r.ID]
 			o.row, o.known = r, true
+		}
+		refunding, err := q.RefundRequestOrdersBatch(b.ctx, b.ids)
+		if err != nil {
+			return fmt.Errorf("read the refunds of %d orders: %w", len(b.ids), err)
+		}
+		for _, id := range refunding {
+			b.byID[id].refundRequested = true
 		}
 		if err := c.batchStateCheck(b, q); err != nil {
 			return err
@@ -79,7 +90,7 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 				it.paid.end(effect.AlreadyApplied)
 			}
 		}
-		o.fulfil = o.row.Status != order.StatusRefunded && !o.row.RefundRequested
+		o.fulfil = o.row.Status != order.StatusRefunded && !o.refundRequested
 	}
 	if len(t.OrderIds) == 0 {
 		return nil
@@ -162,8 +173,9 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 
 // batchReleaseCommission is step 2 of HandleOrderPaidBatch, one
 // transaction for every order still to credit: their row locks in id order
-// with each one's status and refund intent (OrderLockForCommissionBatch,
-// as releaseCommissionIfPaid takes one), then one INSERT ... ON CONFLICT
+// with each one's status (OrderLockForCommissionBatch), then which of them
+// have a refund intent, read after the locks (RefundRequestOrdersBatch), as
+// releaseCommissionIfPaid does for one; then one INSERT ... ON CONFLICT
 // (entry_key) DO NOTHING RETURNING entry_key for the orders still paid and
 // not being refunded, one row per key a message carries (commissionKeys).
 // RETURNING gives back only the keys inserted: those are applied, the
@@ -198,10 +210,18 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 		if len(rows) != len(ids) {
 			return fmt.Errorf("lock %d orders: %d found", len(ids), len(rows))
 		}
+		refunding, err := q.RefundRequestOrdersBatch(b.ctx, ids)
+		if err != nil {
+			return fmt.Errorf("read the refunds of %d orders: %w", len(ids), err)
+		}
+		refundRequested := map[uuid.UUID]bool{}
+		for _, id := range refunding {
+			refundRequested[id] = true
+		}
 		credit := map[uuid.UUID]bool{}
 		for _, r := range rows {
 			o := b.byID[r.ID]
-			credit[r.ID] = r.Status == order.StatusPaid && !r.RefundRequested &&
+			credit[r.ID] = r.Status == order.StatusPaid && !refundRequested[r.ID] &&
 				o.row.AffiliateID.Valid && ledger.Commission(o.row.AmountCents) != 0
 		}
 		var p queries.LedgerCommissionInsertBatchParams

@@ -139,22 +139,28 @@ func (c *Consumers) compensate(ctx context.Context, run *execution, tx pgx.Tx, o
 
 // releaseCommissionIfPaid is step 2: in one transaction, it takes the
 // order's row lock and releases the commission only if the order is still
-// paid and no refund of it was asked. MarkRefunded takes the same lock, so
-// a refund and this step never interleave: a refund committed first leaves
-// nothing to credit (NotApplicable), a commission committed first is there
-// for the refund to reverse. Without the lock, a refund could look for the
-// commission to reverse, find none, and commit just before this step
-// credits it: a commission for a refunded order, and nothing left to
-// reverse it.
+// paid and no refund of it was asked. MarkRefunded and the refund request
+// take the same lock, so a refund and this step never interleave: a refund
+// committed first leaves nothing to credit (NotApplicable), a commission
+// committed first is there for the refund to reverse. Without the lock, a
+// refund could look for the commission to reverse, find none, and commit
+// just before this step credits it: a commission for a refunded order, and
+// nothing left to reverse it. The refund intent is read after the lock, in
+// a statement of its own (RefundRequestExists): one that committed while
+// the lock was awaited is not in the snapshot of the statement that waited.
 func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
 	var outcome effect.Outcome
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		st, err := q.OrderLockForCommission(ctx, o.ID)
+		status, err := q.OrderLockForCommission(ctx, o.ID)
 		if err != nil {
 			return fmt.Errorf("lock order %s: %w", o.ID, err)
 		}
-		if st.Status != order.StatusPaid || st.RefundRequested {
+		refundRequested, err := q.RefundRequestExists(ctx, o.ID)
+		if err != nil {
+			return fmt.Errorf("read the refund of order %s: %w", o.ID, err)
+		}
+		if status != order.StatusPaid || refundRequested {
 			outcome = effect.NotApplicable
 			return nil
 		}

@@ -6,19 +6,35 @@
 -- same set-based form, for the lab's levers (internal/consumer/batch_levers.go).
 
 -- name: OrderLockBatch :many
--- Locks the batch's orders in id order, so two batches that overlap (or a
--- batch and a single delivery) take their order locks in one order and
--- cannot deadlock on them, and reads what the state check and the steps
--- after it need: the status, whether a refund was asked, and what the
--- commission is computed from. An id with no row is an unknown order. FOR
--- NO KEY UPDATE is the lock the UPDATE below takes anyway: it does not
--- block the foreign-key checks of rows that reference the order.
-SELECT o.id, o.status, o.affiliate_id, o.amount_cents,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+-- Locks the batch's orders in id order, the one order in which every
+-- transaction that locks several orders takes them (OrderLockBatchForUpdate
+-- too), so that two batches that overlap, or a batch and a single delivery,
+-- cannot deadlock on them; and reads what the state check and the steps
+-- after it need: the status and what the commission is computed from.
+-- Whether a refund was asked is read after it (RefundRequestOrdersBatch).
+-- An id with no row is an unknown order. FOR NO KEY UPDATE is the lock the
+-- UPDATE below takes anyway: it does not block the foreign-key checks of
+-- rows that reference the order.
+SELECT o.id, o.status, o.affiliate_id, o.amount_cents
 FROM orders o
 WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
 ORDER BY o.id
 FOR NO KEY UPDATE OF o;
+
+-- name: OrderLockBatchForUpdate :exec
+-- Locks the orders of a batch handled message by message in one
+-- transaction (consumer.InOneTransaction), all of them, in id order, before
+-- the first message runs: each message then locks its order again as on its
+-- own, in whatever order the batch holds them, but only rows the batch
+-- already holds. Without it the batch would lock them in message order and
+-- deadlock with a batch that locks them in id order (OrderLockBatch). FOR
+-- UPDATE is the strongest lock the handlers take on an order
+-- (OrderMarkRefunded), so none of them waits for a stronger one later.
+SELECT o.id
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o;
 
 -- name: OrderMarkPaidBatch :many
 -- The state check, set-based: every pending order of the set moves to paid,
@@ -67,6 +83,21 @@ WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY(sqlc.arg(
 ORDER BY s.sku
 FOR NO KEY UPDATE OF s;
 
+-- name: StockLockForRelease :exec
+-- Locks, in SKU order, every SKU the given orders' live reservations hold:
+-- what a refund of them gives back (stock.Release). Release takes one
+-- order's SKUs in SKU order; a batch refunding several orders one after
+-- another (consumer.InOneTransaction) would take them order after order,
+-- against the SKU order every other transaction takes them in. Taken
+-- after the orders' row locks (OrderLockBatchForUpdate): while they are
+-- held no reservation of those orders appears or goes.
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT r.sku FROM stock_reservations r
+                WHERE r.order_id = ANY(sqlc.arg(order_ids)::uuid[]) AND r.released_at IS NULL)
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s;
+
 -- name: StockTakeUnguardedBatch :exec
 -- The mistake the reservation prevents, set-based (batch mode with
 -- "--without stock-reservation"): the naive counter of StockTakeUnguarded
@@ -96,15 +127,22 @@ RETURNING order_id;
 
 -- name: OrderLockForCommissionBatch :many
 -- OrderLockForCommission for a set: the orders' row locks, in id order,
--- with each order's status and whether a refund of it was asked. A refund
--- (MarkRefunded) takes the same lock, so it and the commission of the same
--- order never interleave.
-SELECT o.id, o.status,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+-- with each order's status. A refund (MarkRefunded) takes the same lock, so
+-- it and the commission of the same order never interleave. Whether a
+-- refund was asked is read after it, in its own statement
+-- (RefundRequestOrdersBatch), as RefundRequestExists is.
+SELECT o.id, o.status
 FROM orders o
 WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
 ORDER BY o.id
 FOR UPDATE OF o;
+
+-- name: RefundRequestOrdersBatch :many
+-- RefundRequestExists for a set: which of the orders have a refund intent.
+-- Run after the orders' row locks are taken, in its own statement, so that
+-- it sees an intent that committed while a lock was awaited.
+SELECT r.order_id FROM refund_requests r
+WHERE r.order_id = ANY(sqlc.arg(order_ids)::uuid[]);
 
 -- name: LedgerCommissionInsertBatch :many
 -- The unique ledger key, set-based: one commission row per order under its

@@ -160,8 +160,7 @@ func (q *Queries) NotificationLogInsertBatch(ctx context.Context, arg Notificati
 
 const orderLockBatch = `-- name: OrderLockBatch :many
 
-SELECT o.id, o.status, o.affiliate_id, o.amount_cents,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+SELECT o.id, o.status, o.affiliate_id, o.amount_cents
 FROM orders o
 WHERE o.id = ANY($1::uuid[])
 ORDER BY o.id
@@ -169,11 +168,10 @@ FOR NO KEY UPDATE OF o
 `
 
 type OrderLockBatchRow struct {
-	ID              uuid.UUID   `json:"id"`
-	Status          string      `json:"status"`
-	AffiliateID     pgtype.Text `json:"affiliate_id"`
-	AmountCents     int64       `json:"amount_cents"`
-	RefundRequested bool        `json:"refund_requested"`
+	ID          uuid.UUID   `json:"id"`
+	Status      string      `json:"status"`
+	AffiliateID pgtype.Text `json:"affiliate_id"`
+	AmountCents int64       `json:"amount_cents"`
 }
 
 // The order_paid guards in their set-based form, for a batch of messages in
@@ -182,13 +180,15 @@ type OrderLockBatchRow struct {
 // dedupes the batch first, so no statement ever holds one order twice.
 // The ...Unguarded statements are the mistakes the guards prevent, in the
 // same set-based form, for the lab's levers (internal/consumer/batch_levers.go).
-// Locks the batch's orders in id order, so two batches that overlap (or a
-// batch and a single delivery) take their order locks in one order and
-// cannot deadlock on them, and reads what the state check and the steps
-// after it need: the status, whether a refund was asked, and what the
-// commission is computed from. An id with no row is an unknown order. FOR
-// NO KEY UPDATE is the lock the UPDATE below takes anyway: it does not
-// block the foreign-key checks of rows that reference the order.
+// Locks the batch's orders in id order, the one order in which every
+// transaction that locks several orders takes them (OrderLockBatchForUpdate
+// too), so that two batches that overlap, or a batch and a single delivery,
+// cannot deadlock on them; and reads what the state check and the steps
+// after it need: the status and what the commission is computed from.
+// Whether a refund was asked is read after it (RefundRequestOrdersBatch).
+// An id with no row is an unknown order. FOR NO KEY UPDATE is the lock the
+// UPDATE below takes anyway: it does not block the foreign-key checks of
+// rows that reference the order.
 func (q *Queries) OrderLockBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockBatchRow, error) {
 	rows, err := q.db.Query(ctx, orderLockBatch, orderIds)
 	if err != nil {
@@ -203,7 +203,6 @@ func (q *Queries) OrderLockBatch(ctx context.Context, orderIds []uuid.UUID) ([]O
 			&i.Status,
 			&i.AffiliateID,
 			&i.AmountCents,
-			&i.RefundRequested,
 		); err != nil {
 			return nil, err
 		}
@@ -215,9 +214,29 @@ func (q *Queries) OrderLockBatch(ctx context.Context, orderIds []uuid.UUID) ([]O
 	return items, nil
 }
 
+const orderLockBatchForUpdate = `-- name: OrderLockBatchForUpdate :exec
+SELECT o.id
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o
+`
+
+// Locks the orders of a batch handled message by message in one
+// transaction (consumer.InOneTransaction), all of them, in id order, before
+// the first message runs: each message then locks its order again as on its
+// own, in whatever order the batch holds them, but only rows the batch
+// already holds. Without it the batch would lock them in message order and
+// deadlock with a batch that locks them in id order (OrderLockBatch). FOR
+// UPDATE is the strongest lock the handlers take on an order
+// (OrderMarkRefunded), so none of them waits for a stronger one later.
+func (q *Queries) OrderLockBatchForUpdate(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, orderLockBatchForUpdate, orderIds)
+	return err
+}
+
 const orderLockForCommissionBatch = `-- name: OrderLockForCommissionBatch :many
-SELECT o.id, o.status,
-       EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = o.id) AS refund_requested
+SELECT o.id, o.status
 FROM orders o
 WHERE o.id = ANY($1::uuid[])
 ORDER BY o.id
@@ -225,15 +244,15 @@ FOR UPDATE OF o
 `
 
 type OrderLockForCommissionBatchRow struct {
-	ID              uuid.UUID `json:"id"`
-	Status          string    `json:"status"`
-	RefundRequested bool      `json:"refund_requested"`
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
 }
 
 // OrderLockForCommission for a set: the orders' row locks, in id order,
-// with each order's status and whether a refund of it was asked. A refund
-// (MarkRefunded) takes the same lock, so it and the commission of the same
-// order never interleave.
+// with each order's status. A refund (MarkRefunded) takes the same lock, so
+// it and the commission of the same order never interleave. Whether a
+// refund was asked is read after it, in its own statement
+// (RefundRequestOrdersBatch), as RefundRequestExists is.
 func (q *Queries) OrderLockForCommissionBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockForCommissionBatchRow, error) {
 	rows, err := q.db.Query(ctx, orderLockForCommissionBatch, orderIds)
 	if err != nil {
@@ -243,7 +262,7 @@ func (q *Queries) OrderLockForCommissionBatch(ctx context.Context, orderIds []uu
 	items := []OrderLockForCommissionBatchRow{}
 	for rows.Next() {
 		var i OrderLockForCommissionBatchRow
-		if err := rows.Scan(&i.ID, &i.Status, &i.RefundRequested); err != nil {
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -340,6 +359,34 @@ func (q *Queries) OrderTransitionInsertBatch(ctx context.Context, arg OrderTrans
 	return err
 }
 
+const refundRequestOrdersBatch = `-- name: RefundRequestOrdersBatch :many
+SELECT r.order_id FROM refund_requests r
+WHERE r.order_id = ANY($1::uuid[])
+`
+
+// RefundRequestExists for a set: which of the orders have a refund intent.
+// Run after the orders' row locks are taken, in its own statement, so that
+// it sees an intent that committed while a lock was awaited.
+func (q *Queries) RefundRequestOrdersBatch(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, refundRequestOrdersBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var order_id uuid.UUID
+		if err := rows.Scan(&order_id); err != nil {
+			return nil, err
+		}
+		items = append(items, order_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockLockForOrders = `-- name: StockLockForOrders :many
 SELECT s.sku
 FROM stock s
@@ -373,6 +420,27 @@ func (q *Queries) StockLockForOrders(ctx context.Context, orderIds []uuid.UUID) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const stockLockForRelease = `-- name: StockLockForRelease :exec
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT r.sku FROM stock_reservations r
+                WHERE r.order_id = ANY($1::uuid[]) AND r.released_at IS NULL)
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s
+`
+
+// Locks, in SKU order, every SKU the given orders' live reservations hold:
+// what a refund of them gives back (stock.Release). Release takes one
+// order's SKUs in SKU order; a batch refunding several orders one after
+// another (consumer.InOneTransaction) would take them order after order,
+// against the SKU order every other transaction takes them in. Taken
+// after the orders' row locks (OrderLockBatchForUpdate): while they are
+// held no reservation of those orders appears or goes.
+func (q *Queries) StockLockForRelease(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, stockLockForRelease, orderIds)
+	return err
 }
 
 const stockMovementReserveBatch = `-- name: StockMovementReserveBatch :many
