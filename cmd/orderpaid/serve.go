@@ -142,6 +142,11 @@ func serve(e env, name string, p process) error {
 		return err
 	}
 	defer pool.Close()
+	// Before anything touches the database (the worker's broker creates
+	// tables): a schema older or newer than this binary's is refused.
+	if err := postgres.RequireSchema(ctx, pool); err != nil {
+		return err
+	}
 	// Watermill's own Info lines (subscriptions, schema checks) are
 	// debugging detail here; keep the log for the flow's events.
 	wmLogger := watermill.NewSlogLoggerWithLevelMapping(logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
