@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/stock"
 )
 
@@ -119,4 +120,56 @@ func withoutIndexScans(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
 	}
 	t.Cleanup(p.Close)
 	return p
+}
+
+// "SKU order" is the database's: Reserve reads an order's items ORDER BY
+// sku, and the batch locks take SKUs the same way, so that order follows
+// the column's collation, which is the locale the database was created
+// with (en_US in the official PostgreSQL image), not byte order. Under
+// en_US "a" sorts before "B"; in bytes "B" comes first. Release must take
+// the database's order too: sorting in Go by bytes, it would lock "B" then
+// "a" while a reservation of another order locks "a" then "B", and the two
+// deadlock.
+func TestReleaseLocksSKUsInTheDatabasesCollationOrder(t *testing.T) {
+	t.Parallel()
+	pool := world(t, nil)
+	ctx := context.Background()
+	for _, table := range []string{"stock", "order_items", "stock_reservations"} {
+		if _, err := pool.Exec(ctx, `ALTER TABLE `+table+` ALTER COLUMN sku TYPE text COLLATE "en-US-x-icu"`); err != nil {
+			t.Fatalf("give %s.sku an en_US collation: %v", table, err)
+		}
+	}
+	for _, sku := range []string{"a", "B"} {
+		if _, err := stock.Set(ctx, queries.New(pool), sku, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := newOrder(t, pool, order.Item{SKU: "a", Quantity: 1}, order.Item{SKU: "B", Quantity: 1})
+	if _, err := reserve(t, pool, stock.Reserve, id, "paid"); err != nil {
+		t.Fatal(err)
+	}
+
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'B' FOR NO KEY UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := reserve(t, pool, stock.Release, id, "refund")
+		done <- err
+	}()
+	pgtest.WaitLockWaiters(t, pool, 1) // stopped at B
+	if !lockedElsewhere(t, pool, "a") {
+		t.Errorf("release waits for B while a is free: it does not lock SKUs in the database's order (a before B)")
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("release: %v", err)
+	}
 }
