@@ -52,32 +52,12 @@ func TestReserveAndReleaseLockSKUsInSKUOrder(t *testing.T) {
 				pool = withoutIndexScans(t, pool)
 			}
 
-			holder, err := pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Rollback(ctx)
-			if _, err := holder.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'sku-c' FOR NO KEY UPDATE`); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() {
+			freeWhileWaiting := whileWaitingFor(t, pool, "sku-c", func() error {
 				_, err := reserve(t, pool, tc.fn, id, "delivery")
-				done <- err
-			}()
-			pgtest.WaitLockWaiters(t, pool, 1) // stopped at sku-c
-
-			for _, sku := range []string{"sku-a", "sku-b"} {
-				if lockedElsewhere(t, pool, sku) {
-					continue
-				}
+				return err
+			}, "sku-a", "sku-b")
+			for _, sku := range freeWhileWaiting {
 				t.Errorf("%s: waits for sku-c while %s is free: SKUs are not locked in SKU order", tc.name, sku)
-			}
-			if err := holder.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
 			}
 		})
 	}
@@ -149,27 +129,43 @@ func TestReleaseLocksSKUsInTheDatabasesCollationOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	freeWhileWaiting := whileWaitingFor(t, pool, "B", func() error {
+		_, err := reserve(t, pool, stock.Release, id, "refund")
+		return err
+	}, "a")
+	if len(freeWhileWaiting) != 0 {
+		t.Errorf("release waits for B while a is free: it does not lock SKUs in the database's order (a before B)")
+	}
+}
+
+// whileWaitingFor runs call while another transaction holds held's row
+// lock, waits until call is stuck behind it, and returns which of before
+// call has not locked by then; then it lets call finish and fails the test
+// if call failed.
+func whileWaitingFor(t *testing.T, pool *pgxpool.Pool, held string, call func() error, before ...string) (free []string) {
+	t.Helper()
+	ctx := context.Background()
 	holder, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'B' FOR NO KEY UPDATE`); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM stock WHERE sku = $1 FOR NO KEY UPDATE`, held); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() {
-		_, err := reserve(t, pool, stock.Release, id, "refund")
-		done <- err
-	}()
-	pgtest.WaitLockWaiters(t, pool, 1) // stopped at B
-	if !lockedElsewhere(t, pool, "a") {
-		t.Errorf("release waits for B while a is free: it does not lock SKUs in the database's order (a before B)")
+	go func() { done <- call() }()
+	pgtest.WaitLockWaiters(t, pool, 1) // stopped at held
+	for _, sku := range before {
+		if !lockedElsewhere(t, pool, sku) {
+			free = append(free, sku)
+		}
 	}
 	if err := holder.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("release: %v", err)
+		t.Fatalf("the call waiting for %s: %v", held, err)
 	}
+	return free
 }
