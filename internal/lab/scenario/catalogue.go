@@ -12,6 +12,8 @@ func Catalogue() []*Scenario {
 	return []*Scenario{
 		clientRetry(),
 		newKeyPerRetry(),
+		gatewayForgotKey(),
+		chargeAnswerLost(),
 		webhookRedelivered(),
 		webhookConcurrent(),
 		twoEvents(),
@@ -47,6 +49,7 @@ const (
 	guardWebhookInbox     = "webhook-inbox"
 	guardIdempotencyKey   = "idempotency-key"
 	guardChargeClaim      = "charge-claim"
+	guardChargeRecord     = "charge-record"
 	guardStockReservation = "stock-reservation"
 )
 

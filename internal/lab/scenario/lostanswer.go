@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The api's call to the gateway ends without the answer stored: the money
+// moved, and only the provider's webhook says so. What the service must do
+// next is protect the charge, not the request: never charge the paid order
+// again, and still be able to refund it.
+
+// faultAfterGatewayCall is payment.FaultAfterGatewayCall.
+const faultAfterGatewayCall = "payment.after_gateway_call"
+
+func gatewayForgotKey() *Scenario {
+	return &Scenario{
+		Name: "gateway-forgot-key",
+		Summary: "the api is SIGKILLed between the gateway's answer and storing it, the webhook pays the order, " +
+			"the gateway forgets its idempotency keys (real ones do, after about a day), and the client pays again with a new key",
+		Repeated:  "POST /payments after the gateway forgot the key",
+		Protected: Expect{Checks: once(1)},
+		Without: map[string]Expect{
+			guardChargeClaim: {
+				Damage: "the customer was charged twice: the paid order went back to the gateway, which no longer knew its key",
+				Checks: once(1, eq(Charges, 2)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			id, err := answerLost(ctx, s)
+			if err != nil {
+				return err
+			}
+			if err := s.ForgetGatewayKeys(ctx); err != nil {
+				return err
+			}
+			status, title, err := s.PayTitle(ctx, id, "pay-"+id.String()+"-again", 10*time.Second)
+			s.Logf("payment with a new key: status %d %s, err %v", status, title, err)
+			return err
+		},
+	}
+}
+
+func chargeAnswerLost() *Scenario {
+	return &Scenario{
+		Name: "charge-answer-lost",
+		Summary: "the api is SIGKILLed between the gateway's answer and storing it; the webhook pays the order, " +
+			"and then the customer asks for a refund",
+		Repeated: "the charge's answer lost, only its webhook arrives",
+		Protected: Expect{Checks: with(once(1),
+			eq(Refunds, 1), eq(Refunded, 1), eq(Reversed, 1), eq(RefundNotices, 1))},
+		Without: map[string]Expect{
+			guardChargeRecord: {
+				Damage: "the refund was never made: the service knew no charge to name, the refund request was poisoned " +
+					"and the customer keeps paying for an order given back",
+				Checks: with(once(1), eq(Refunds, 0), eq(Refunded, 0), eq(Reversed, 0), eq(RefundNotices, 0)),
+			},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderConfirmed >= 1 },
+		Run: func(ctx context.Context, s *Stage) error {
+			id, err := answerLost(ctx, s)
+			if err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the order confirmed", 30*time.Second, func(c Counts) bool { return c.Delivered >= 1 }); err != nil {
+				return err
+			}
+			if err := s.CustomerRefund(ctx, id, "refund-"+id.String()); err != nil {
+				return err
+			}
+			return s.waitRefundSettled(ctx)
+		},
+	}
+}
+
+// answerLost is the start of both: fakes, an api that dies right after the
+// gateway's answer (payment.after_gateway_call=crash:1) and a worker; a new
+// order paid once, the client left with no answer; then a new api, to which
+// the gateway's webhook, retried, gets through and pays the order.
+func answerLost(ctx context.Context, s *Stage) (uuid.UUID, error) {
+	if err := s.StartFakes(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	api, err := s.start(ctx, "api", nil, "api listening on ", append(s.guardArgs("api"), "--faults", faultAfterGatewayCall+"=crash:1"))
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if _, err := s.StartWorker(ctx, nil); err != nil {
+		return uuid.Nil, err
+	}
+	id, err := s.NewOrder(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	status, err := s.Pay(ctx, id, "pay-"+id.String(), 10*time.Second)
+	s.Logf("payment: status %d, err %v", status, err)
+	if err == nil {
+		return uuid.Nil, fmt.Errorf("the payment answered %d; the api was to die after the gateway's answer", status)
+	}
+	if err := api.WaitExit(ctx, 10*time.Second); err != nil {
+		return uuid.Nil, err
+	}
+	s.Logf("the api died between the gateway's answer and storing it")
+	if err := s.StartAPI(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	c, err := s.WaitFor(ctx, "the order paid by the gateway's webhook", 60*time.Second, func(c Counts) bool { return c.Paid >= 1 })
+	if err == nil && c.Charges != 1 {
+		err = fmt.Errorf("the gateway made %d charges for the first payment, want 1", c.Charges)
+	}
+	return id, err
+}
+
+// ForgetGatewayKeys makes the fake gateway forget every Idempotency-Key it
+// has seen (POST /control/gateway/forget-keys); the charges stay made.
+func (s *Stage) ForgetGatewayKeys(ctx context.Context) error {
+	var out struct {
+		Forgotten int `json:"forgotten"`
+	}
+	status, err := s.call(ctx, "POST", s.FakesURL()+"/control/gateway/forget-keys", nil, nil, &out)
+	if err == nil && status != http.StatusOK {
+		err = errors.New("POST /control/gateway/forget-keys: status " + fmt.Sprint(status))
+	}
+	s.Logf("the gateway forgot %d idempotency keys", out.Forgotten)
+	return err
+}
+
+// waitRefundSettled waits until the refund has run its course: made and
+// its notice sent, or its request in the poison queue.
+func (s *Stage) waitRefundSettled(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := s.Observe(ctx)
+		if err != nil {
+			return err
+		}
+		poisoned, err := s.q.PoisonCountPending(ctx)
+		if err != nil {
+			return fmt.Errorf("count the poison queue: %w", err)
+		}
+		switch {
+		case c.Refunds >= 1 && c.RefundNotices >= 1:
+			s.Logf("the refund was made and the customer told")
+			return nil
+		case poisoned > 0:
+			s.Logf("the refund request is in the poison queue: no charge of the order is recorded")
+			return nil
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return errors.New("the refund was neither made nor poisoned within 30s")
+}
