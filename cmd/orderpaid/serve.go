@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,17 @@ func runAll(e env) error    { return serve(e, "all", process{api: true, worker: 
 
 // serve starts the parts of p in one errgroup and runs until the context is
 // cancelled (SIGINT, SIGTERM), then shuts each part down gracefully.
-func serve(e env, name string, p process) error {
+//
+// A stop that arrives while the parts are still starting (an orchestrator
+// stopping a pod that is not ready yet) is an ordinary stop as well: what
+// the cancelled context made fail (connecting to PostgreSQL, checking the
+// brokers) is not an error, and the process exits 0.
+func serve(e env, name string, p process) (err error) {
+	defer func() {
+		if e.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil
+		}
+	}()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// The fakes have no guards and no fault points: there these flags would
 	// be accepted and mean nothing, so they are not defined.

@@ -35,6 +35,9 @@ func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
+		if ctx.Err() != nil { // stopped while connecting: nothing is wrong with PostgreSQL
+			return nil, fmt.Errorf("connect to PostgreSQL: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("reach PostgreSQL at %s:%d (is it running, and is DATABASE_URL right?): %w",
 			cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
