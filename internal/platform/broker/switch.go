@@ -84,42 +84,96 @@ func unreadBy(ctx context.Context, pool *pgxpool.Pool, topic, group string) (int
 	return n, nil
 }
 
-// RefuseStrandedMessages is what a worker calls before it starts: on a broker
-// other than postgres it refuses (returns an error) while the postgres
-// broker's tables hold messages that groups (topic -> consumer group) have
-// not read, naming the count and how to drain them. With abandon
-// (--abandon-postgres-backlog) it logs the same at WARN level and lets the
-// worker start: those messages are then never handled. On postgres it does
-// nothing: that worker reads the tables itself.
+// RefuseStrandedMessages is what a worker calls before it starts: it refuses
+// (returns an error) while a broker other than cfg.Broker holds messages that
+// groups (topic -> consumer group) have not read under cfg.BrokerPrefix: the
+// postgres broker's tables (on BROKER=amqp or nats), RabbitMQ's queues (on
+// postgres or nats), NATS JetStream's durable consumers (on postgres or
+// amqp). The error names the count, where they are and how to drain them.
+//
+// RabbitMQ and NATS are checked at cfg.AMQPURL and cfg.NATSURL (their
+// defaults when unset); one that cannot be reached within checkTimeout is
+// not checked, which the Info line says: a deployment that never ran it
+// does not need it to start. With abandon (--abandon-postgres-backlog) the
+// postgres broker's unread messages are logged at WARN level and the worker
+// starts: those messages are then never handled. Messages left on RabbitMQ
+// or NATS are given up with the broker's own tool (the error says which).
 func RefuseStrandedMessages(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, groups map[string]string, abandon bool, logger *slog.Logger) error {
-	if cfg.Broker == config.BrokerPostgres {
-		return nil
+	var refusals []error
+	for _, other := range []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS} {
+		if other == cfg.Broker {
+			continue // this worker reads them itself
+		}
+		s, err := strandedOn(ctx, other, cfg, pool, groups)
+		if errors.Is(err, errUnreachable) {
+			logger.Info("broker not reachable, so not checked for messages left there by a worker on it "+
+				"(start it to have them checked; nothing to do if this deployment never used it)",
+				"broker", other, "url", config.RedactURL(s.url), "error", err.Error())
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("check %s for unread messages before starting on BROKER=%s: %w", s.where, cfg.Broker, err)
+		}
+		if s.total == 0 {
+			continue
+		}
+		drain := "drain them first: stop the api, run `BROKER=" + other + " orderpaid worker` (same DATABASE_URL" + s.sameURL +
+			" and BROKER_PREFIX) until this count is 0, stop it, then start on " + cfg.Broker + ` (docs/operations.md, "Switching brokers")`
+		if other == config.BrokerPostgres && abandon {
+			logger.Warn("the postgres broker's tables hold messages no consumer has read, and --abandon-postgres-backlog "+
+				"starts this worker without them: their effects will never happen", "broker", cfg.Broker,
+				"unread", s.total, "where", strings.Join(s.each, ", "), "to_recover", drain)
+			continue
+		}
+		refusals = append(refusals, fmt.Errorf("BROKER=%s, but %s hold %d message(s) no consumer has read yet (%s): "+
+			"a worker on %s never reads them, so their effects (orders marked paid, e-mails) would never happen; "+
+			"%s, or %s",
+			cfg.Broker, s.where, s.total, strings.Join(s.each, ", "), cfg.Broker, drain, s.giveUp))
 	}
-	backlog, err := PostgresBacklog(ctx, pool, cfg.BrokerPrefix, groups)
-	if err != nil {
-		return fmt.Errorf("check the postgres broker's tables for unread messages before starting on BROKER=%s: %w", cfg.Broker, err)
-	}
-	var total int64
-	var each []string
-	for _, topic := range slices.Sorted(maps.Keys(backlog)) {
-		if n := backlog[topic]; n > 0 {
-			total += n
-			each = append(each, fmt.Sprintf("%d in watermill_%s%s unread by %s", n, cfg.BrokerPrefix, topic, groups[topic]))
+	return errors.Join(refusals...)
+}
+
+// stranded is what one broker holds that a worker on another never reads.
+type stranded struct {
+	where   string   // the broker's place, as the error names it
+	url     string   // where it was looked for (RabbitMQ, NATS)
+	sameURL string   // the variable a worker needs to reach it, beside DATABASE_URL
+	giveUp  string   // how to give the messages up instead
+	total   int64    // messages unread
+	each    []string // per topic, where they are
+}
+
+// strandedOn counts what broker holds unread for groups.
+func strandedOn(ctx context.Context, broker string, cfg config.Config, pool *pgxpool.Pool, groups map[string]string) (stranded, error) {
+	var s stranded
+	var backlog map[string]int64
+	var err error
+	var place func(topic, group string) string
+	switch broker {
+	case config.BrokerPostgres:
+		s = stranded{where: "the postgres broker's tables", giveUp: "start with --abandon-postgres-backlog to lose them"}
+		backlog, err = PostgresBacklog(ctx, pool, cfg.BrokerPrefix, groups)
+		place = func(topic, group string) string {
+			return "watermill_" + cfg.BrokerPrefix + topic + " unread by " + group
+		}
+	case config.BrokerAMQP:
+		s = stranded{where: "RabbitMQ's queues at " + config.RedactURL(cfg.AMQPURL), url: cfg.AMQPURL, sameURL: ", AMQP_URL",
+			giveUp: "purge those queues to lose them (rabbitmqctl purge_queue NAME)"}
+		backlog, err = AMQPBacklog(ctx, cfg.AMQPURL, cfg.BrokerPrefix, groups)
+		place = func(topic, group string) string { return "queue " + AMQPQueue(cfg.BrokerPrefix+topic, group) }
+	case config.BrokerNATS:
+		s = stranded{where: "NATS JetStream's consumers at " + config.RedactURL(cfg.NATSURL), url: cfg.NATSURL, sameURL: ", NATS_URL",
+			giveUp: "purge those streams to lose them (nats stream purge NAME)"}
+		backlog, err = NATSBacklog(ctx, cfg.NATSURL, cfg.BrokerPrefix, groups)
+		place = func(topic, group string) string {
+			return "consumer " + NATSDurable(cfg.BrokerPrefix+topic, group) + " of stream " + cfg.BrokerPrefix + topic
 		}
 	}
-	if total == 0 {
-		return nil
+	for _, topic := range slices.Sorted(maps.Keys(backlog)) {
+		if n := backlog[topic]; n > 0 {
+			s.total += n
+			s.each = append(s.each, fmt.Sprintf("%d in %s", n, place(topic, groups[topic])))
+		}
 	}
-	drain := "drain them first: stop the api, run `BROKER=postgres orderpaid worker` (same DATABASE_URL and BROKER_PREFIX) " +
-		"until this count is 0, stop it, then start on " + cfg.Broker + ` (docs/operations.md, "Switching brokers")`
-	if abandon {
-		logger.Warn("the postgres broker's tables hold messages no consumer has read, and --abandon-postgres-backlog "+
-			"starts this worker without them: their effects will never happen", "broker", cfg.Broker,
-			"unread", total, "where", strings.Join(each, ", "), "to_recover", drain)
-		return nil
-	}
-	return fmt.Errorf("BROKER=%s, but the postgres broker's tables hold %d message(s) no consumer has read yet (%s): "+
-		"a worker on %s never reads them, so their effects (orders marked paid, e-mails) would never happen; "+
-		"%s, or start with --abandon-postgres-backlog to lose them",
-		cfg.Broker, total, strings.Join(each, ", "), cfg.Broker, drain)
+	return s, err
 }

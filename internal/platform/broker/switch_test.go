@@ -160,3 +160,25 @@ func TestRefuseStrandedMessages(t *testing.T) {
 		t.Fatalf("drained: %v, want a start", err)
 	}
 }
+
+// A broker the worker does not use and cannot reach is not checked: the
+// worker starts, and one Info line per broker says it was not checked.
+func TestRefuseStrandedMessagesSkipsAnUnreachableBroker(t *testing.T) {
+	t.Parallel()
+	s := newSwitchSetup(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	cfg := config.Config{Broker: config.BrokerPostgres, BrokerPrefix: s.prefix,
+		AMQPURL: "amqp://guest:guest@127.0.0.1:1/", NATSURL: "nats://127.0.0.1:1"}
+	if err := broker.RefuseStrandedMessages(t.Context(), cfg, s.pool, s.groups, false, logger); err != nil {
+		t.Fatalf("RabbitMQ and NATS down: %v, want a start", err)
+	}
+	for _, b := range []string{config.BrokerAMQP, config.BrokerNATS} {
+		if !strings.Contains(logs.String(), `"msg":"broker not reachable, so not checked`) || !strings.Contains(logs.String(), `"broker":"`+b+`"`) {
+			t.Errorf("%s down: log %q, want a line saying it was not checked", b, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "guest:guest") {
+		t.Errorf("log %q holds the password of AMQP_URL", logs.String())
+	}
+}
