@@ -26,8 +26,11 @@ import (
 // no handler failed (poison empty), /readyz is fine; the effects behind the
 // messages (an order marked paid, a commission, an e-mail) never happen.
 //
-// So a worker on another broker first counts what the consumer groups have
-// not read in those tables, and refuses to start while any is left
+// The same holds the other way round: a worker on postgres or nats never
+// reads RabbitMQ's queues again, one on postgres or amqp never reads NATS's
+// durable consumers. So a worker first counts what its consumer groups have
+// not read in every broker it does not use (the tables here, the others in
+// backlog.go), and refuses to start while any is left
 // (RefuseStrandedMessages). docs/operations.md has the switch procedure:
 // drain on the old broker, then switch.
 
