@@ -108,6 +108,9 @@ func RefuseStrandedMessages(ctx context.Context, cfg config.Config, pool *pgxpoo
 			continue // this worker reads them itself
 		}
 		s, err := strandedOn(ctx, other, cfg, pool, groups)
+		if ctx.Err() != nil {
+			return ctx.Err() // stopped while checking: nothing to report
+		}
 		if errors.Is(err, errUnreachable) {
 			logger.Info("broker not reachable, so not checked for messages left there by a worker on it "+
 				"(start it to have them checked; nothing to do if this deployment never used it)",
