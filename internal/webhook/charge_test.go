@@ -34,12 +34,7 @@ func TestPaymentSucceededRecordsTheCharge(t *testing.T) {
 		t.Parallel()
 		pool, in, o := acceptSetup(t)
 		q := queries.New(pool)
-		lockedUntil := time.Now().Add(time.Minute)
-		if _, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
-			OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
-		}); err != nil {
-			t.Fatal(err)
-		}
+		claimCharge(t, q, o)
 		mustIngest(t, in, "evt_1", o, "ch_event")
 		ch := chargeRow(t, q, o)
 		if ch.State != "charged" || ch.LockedUntil != nil || ch.ChargeID.String != "ch_event" {
@@ -57,12 +52,7 @@ func TestPaymentSucceededRecordsTheCharge(t *testing.T) {
 		t.Parallel()
 		pool, in, o := acceptSetup(t)
 		q := queries.New(pool)
-		lockedUntil := time.Now().Add(time.Minute)
-		if _, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
-			OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
-		}); err != nil {
-			t.Fatal(err)
-		}
+		claimCharge(t, q, o)
 		if _, err := q.OrderChargeSettle(ctx, queries.OrderChargeSettleParams{
 			OrderID: o.ID, Attempt: 1, State: "charged", ChargeID: pgtype.Text{String: "ch_answer", Valid: true},
 		}); err != nil {
@@ -82,6 +72,18 @@ func mustIngest(t *testing.T, in *webhook.Ingestor, eventID string, o queries.Or
 		eventID, o.ID, o.AmountCents, chargeID)
 	if _, err := in.Ingest(context.Background(), webhook.Sign(testSecret, time.Now(), body), body); err != nil {
 		t.Fatalf("ingest %s: %v", eventID, err)
+	}
+}
+
+// claimCharge claims the order's charge as the api does before it calls the
+// gateway (key k1, locked for a minute).
+func claimCharge(t *testing.T, q *queries.Queries, o queries.Order) {
+	t.Helper()
+	lockedUntil := time.Now().Add(time.Minute)
+	if _, err := q.OrderChargeInsert(context.Background(), queries.OrderChargeInsertParams{
+		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 
