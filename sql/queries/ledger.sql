@@ -5,6 +5,25 @@ INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amoun
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (entry_key) DO NOTHING;
 
+-- name: LedgerCommissionInsertBatch :many
+-- The unique ledger key, set-based: one commission row per order under its
+-- business key, ON CONFLICT DO NOTHING. RETURNING gives back only the keys
+-- this statement inserted: those orders are applied, every other order of
+-- the set was credited before (already_applied). Under READ COMMITTED the
+-- conflict never raises, even against a concurrent batch. The caller holds
+-- each key once. (With "--without ledger-key" the keys are the deliveries'
+-- instead, "delivery:<message id>", as ledger.ReleaseCommissionUnguarded
+-- writes them: one row per message, several for one order.)
+--
+-- Set forms (here each beside its per-message twin): the guard applied to a
+-- set of distinct keys in one statement, for a batch of messages in one
+-- transaction (internal/consumer/batch.go), which dedupes the batch first.
+INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
+SELECT unnest(sqlc.arg(entry_keys)::text[]), unnest(sqlc.arg(order_ids)::uuid[]), 'affiliate_commission',
+       unnest(sqlc.arg(affiliate_ids)::text[]), unnest(sqlc.arg(amount_cents)::bigint[]), unnest(sqlc.arg(message_ids)::text[])
+ON CONFLICT (entry_key) DO NOTHING
+RETURNING entry_key;
+
 -- name: LedgerReversalInsert :execrows
 -- Reverses an order's commission once: the reversal copies the commission
 -- row with the opposite amount under its own entry key. Zero rows: there is

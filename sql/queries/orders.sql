@@ -6,6 +6,42 @@ RETURNING *;
 -- name: OrderGet :one
 SELECT * FROM orders WHERE id = $1;
 
+-- name: OrderLockBatch :many
+-- Locks the batch's orders in id order, the one order in which every
+-- transaction that locks several orders takes them (OrderLockBatchForUpdate
+-- too), so that two batches that overlap, or a batch and a single delivery,
+-- cannot deadlock on them; and reads what the state check and the steps
+-- after it need: the status and what the commission is computed from.
+-- Whether a refund was asked is read after it (RefundRequestOrdersBatch).
+-- An id with no row is an unknown order. FOR NO KEY UPDATE is the lock the
+-- UPDATE below takes anyway: it does not block the foreign-key checks of
+-- rows that reference the order.
+--
+-- Set forms (here each beside its per-message twin): the guard applied to a
+-- set of distinct orders in one statement, for a batch of messages in one
+-- transaction (internal/consumer/batch.go), which dedupes the batch first.
+-- ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+SELECT o.id, o.status, o.affiliate_id, o.amount_cents
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR NO KEY UPDATE OF o;
+
+-- name: OrderLockBatchForUpdate :exec
+-- Locks the orders of a batch handled message by message in one
+-- transaction (consumer.InOneTransaction), all of them, in id order, before
+-- the first message runs: each message then locks its order again as on its
+-- own, in whatever order the batch holds them, but only rows the batch
+-- already holds. Without it the batch would lock them in message order and
+-- deadlock with a batch that locks them in id order (OrderLockBatch). FOR
+-- UPDATE is the strongest lock the handlers take on an order
+-- (OrderMarkRefunded), so none of them waits for a stronger one later.
+SELECT o.id
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o;
+
 -- name: OrderMarkPaid :one
 -- The state check. Under READ COMMITTED a concurrent second UPDATE waits for
 -- the first, re-reads the row and finds status = 'paid': it matches no row.
@@ -13,6 +49,17 @@ UPDATE orders
 SET status = 'paid', paid_at = now()
 WHERE id = $1 AND status = 'pending'
 RETURNING *;
+
+-- name: OrderMarkPaidBatch :many
+-- The state check, set-based: every pending order of the set moves to paid,
+-- once. RETURNING gives back exactly the orders this statement moved: those
+-- are applied; the others were already paid (already_applied) or refunded
+-- (not_applicable). A concurrent batch waits on the row lock, re-checks
+-- the WHERE clause on the committed row and matches nothing.
+UPDATE orders
+SET status = 'paid', paid_at = now()
+WHERE id = ANY(sqlc.arg(order_ids)::uuid[]) AND status = 'pending'
+RETURNING id;
 
 -- name: OrderMarkPaidUnconditional :one
 -- The mistake the state check prevents (scenario "--without state-check"):
@@ -23,9 +70,31 @@ SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
 WHERE id = $1
 RETURNING *;
 
+-- name: OrderMarkPaidBatchUnguarded :many
+-- The mistake the state check prevents, set-based (batch mode with
+-- "--without state-check"): OrderMarkPaidBatch without its WHERE status =
+-- 'pending'. Every order of the set "transitions" again, however often it
+-- was paid before, and a refunded one comes back to life (paid, no longer
+-- refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
+-- gives back every order that exists.
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = ANY(sqlc.arg(order_ids)::uuid[])
+RETURNING id;
+
 -- name: OrderTransitionInsert :exec
 INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
 VALUES ($1, $2, $3, $4);
+
+-- name: OrderTransitionInsertBatch :exec
+-- The transitions of the orders OrderMarkPaidBatch moved, one row each, in
+-- one statement: order_ids[i] was moved by the message message_ids[i].
+-- (Without the state check an order is moved by each of its messages, and
+-- is in order_ids once per message.)
+-- (Several unnest calls in one select list run in step, row i of each
+-- together; the arrays have one length.)
+INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
+SELECT unnest(sqlc.arg(order_ids)::uuid[]), 'pending', 'paid', unnest(sqlc.arg(message_ids)::text[]);
 
 -- name: OrderListPaidInRange :many
 -- One page of the backfill, keyset-paginated on (paid_at, id).

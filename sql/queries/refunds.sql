@@ -22,6 +22,22 @@ FROM orders o
 WHERE o.id = $1
 FOR UPDATE OF o;
 
+-- name: OrderLockForCommissionBatch :many
+-- OrderLockForCommission for a set: the orders' row locks, in id order,
+-- with each order's status. A refund (MarkRefunded) takes the same lock, so
+-- it and the commission of the same order never interleave. Whether a
+-- refund was asked is read after it, in its own statement
+-- (RefundRequestOrdersBatch), as RefundRequestExists is.
+--
+-- Set forms (here each beside its per-message twin): the guard applied to a
+-- set of distinct keys in one statement, for a batch of messages in one
+-- transaction (internal/consumer/batch.go), which dedupes the batch first.
+SELECT o.id, o.status
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o;
+
 -- name: RefundRequestExists :one
 -- Whether a refund of the order was asked. Read in its own statement after
 -- the order's row lock (OrderLockForCommission): under READ COMMITTED each
@@ -30,6 +46,13 @@ FOR UPDATE OF o;
 -- itself would not: it reads the snapshot that statement took before it
 -- waited.
 SELECT EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = $1);
+
+-- name: RefundRequestOrdersBatch :many
+-- RefundRequestExists for a set: which of the orders have a refund intent.
+-- Run after the orders' row locks are taken, in its own statement, so that
+-- it sees an intent that committed while a lock was awaited.
+SELECT r.order_id FROM refund_requests r
+WHERE r.order_id = ANY(sqlc.arg(order_ids)::uuid[]);
 
 -- name: OrderChargeID :one
 -- The gateway's id of the order's charge: what a refund names. First the

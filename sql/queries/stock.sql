@@ -24,6 +24,25 @@ INSERT INTO order_items (order_id, sku, quantity) VALUES ($1, $2, $3);
 -- so two multi-item orders cannot deadlock.
 SELECT sku, quantity FROM order_items WHERE order_id = $1 ORDER BY sku;
 
+-- name: StockLockForOrders :many
+-- Locks every SKU the given orders hold items of, in SKU order, before
+-- any of them is reserved. One order's reservation takes its SKUs in SKU
+-- order; a batch reserves several orders one after another, and without
+-- this its SKU locks would follow the orders (sku-b of the first order,
+-- then sku-a of the second) and could deadlock with a delivery or a batch
+-- going the other way. FOR NO KEY UPDATE is what the guarded decrement
+-- takes.
+--
+-- Set forms (here each beside its per-message twin): the guard applied to a
+-- set of distinct orders in one statement, for a batch of messages in one
+-- transaction (internal/consumer/batch.go), which dedupes the batch first.
+-- ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY(sqlc.arg(order_ids)::uuid[]))
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s;
+
 -- name: StockReservationInsert :execrows
 -- The guard: one reservation per (order, SKU). Zero rows: already reserved.
 INSERT INTO stock_reservations (order_id, sku, quantity) VALUES ($1, $2, $3)
@@ -43,8 +62,35 @@ WHERE sku = sqlc.arg(sku) AND available >= sqlc.arg(quantity)::integer;
 UPDATE stock SET available = greatest(available - sqlc.arg(quantity)::integer, 0), updated_at = now()
 WHERE sku = sqlc.arg(sku);
 
+-- name: StockTakeUnguardedBatch :exec
+-- The mistake the reservation prevents, set-based (batch mode with
+-- "--without stock-reservation"): the naive counter of StockTakeUnguarded
+-- for every delivery of the set at once. order_ids holds an order once per
+-- delivery, so each SKU loses the items of every delivery; no reservation
+-- row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
+-- each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
+UPDATE stock s
+SET available = greatest(s.available - t.quantity, 0), updated_at = now()
+FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
+      FROM unnest(sqlc.arg(order_ids)::uuid[]) AS d(order_id)
+      JOIN order_items i ON i.order_id = d.order_id
+      GROUP BY i.sku) t
+WHERE s.sku = t.sku;
+
 -- name: StockMovementInsert :exec
 INSERT INTO stock_movements (order_id, kind, message_id) VALUES ($1, $2, $3);
+
+-- name: StockMovementReserveBatch :many
+-- The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
+-- movement per delivery (order_ids[i], message_ids[i]) of an order that has
+-- items, as stock.ReserveUnguarded writes one per message. RETURNING gives
+-- back the order of every row written: a delivery of an order it does not
+-- return took nothing (the order has no items).
+INSERT INTO stock_movements (order_id, kind, message_id)
+SELECT d.order_id, 'reserve', d.message_id
+FROM (SELECT unnest(sqlc.arg(order_ids)::uuid[]) AS order_id, unnest(sqlc.arg(message_ids)::text[]) AS message_id) d
+WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
+RETURNING order_id;
 
 -- name: StockReservationRelease :many
 -- The guard of a release: marks the order's live reservations released,
@@ -58,6 +104,21 @@ RETURNING sku, quantity;
 -- returned, so once per reservation.
 UPDATE stock SET available = available + sqlc.arg(quantity)::integer, updated_at = now()
 WHERE sku = sqlc.arg(sku);
+
+-- name: StockLockForRelease :exec
+-- Locks, in SKU order, every SKU the given orders' live reservations hold:
+-- what a refund of them gives back (stock.Release). Release takes one
+-- order's SKUs in SKU order; a batch refunding several orders one after
+-- another (consumer.InOneTransaction) would take them order after order,
+-- against the SKU order every other transaction takes them in. Taken
+-- after the orders' row locks (OrderLockBatchForUpdate): while they are
+-- held no reservation of those orders appears or goes.
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT r.sku FROM stock_reservations r
+                WHERE r.order_id = ANY(sqlc.arg(order_ids)::uuid[]) AND r.released_at IS NULL)
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s;
 
 -- name: StockReservedEver :one
 -- Whether the order ever reserved anything (released or not).

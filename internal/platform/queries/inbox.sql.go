@@ -49,6 +49,78 @@ func (q *Queries) ConsumerInboxInsert(ctx context.Context, arg ConsumerInboxInse
 	return result.RowsAffected(), nil
 }
 
+const consumerInboxInsertBatch = `-- name: ConsumerInboxInsertBatch :many
+INSERT INTO consumer_inbox (consumer, message_id, order_id)
+SELECT $1::text, unnest($2::text[]), unnest($3::uuid[])
+ON CONFLICT (consumer, message_id) DO NOTHING
+RETURNING message_id
+`
+
+type ConsumerInboxInsertBatchParams struct {
+	Consumer   string      `json:"consumer"`
+	MessageIds []string    `json:"message_ids"`
+	OrderIds   []uuid.UUID `json:"order_ids"`
+}
+
+// The inbox rows of a batch in one statement. DO NOTHING RETURNING returns
+// only the rows inserted: a message it does not return was recorded before
+// (already_applied). The batch holds each message id once.
+func (q *Queries) ConsumerInboxInsertBatch(ctx context.Context, arg ConsumerInboxInsertBatchParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, consumerInboxInsertBatch, arg.Consumer, arg.MessageIds, arg.OrderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var message_id string
+		if err := rows.Scan(&message_id); err != nil {
+			return nil, err
+		}
+		items = append(items, message_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consumerInboxSeenBatch = `-- name: ConsumerInboxSeenBatch :many
+SELECT message_id FROM consumer_inbox
+WHERE consumer = $1 AND message_id = ANY($2::text[])
+`
+
+type ConsumerInboxSeenBatchParams struct {
+	Consumer   string   `json:"consumer"`
+	MessageIds []string `json:"message_ids"`
+}
+
+// The inbox, for a batch: which of these messages the consumer handled
+// before. One look-up for the batch instead of one per message.
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct keys in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+func (q *Queries) ConsumerInboxSeenBatch(ctx context.Context, arg ConsumerInboxSeenBatchParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, consumerInboxSeenBatch, arg.Consumer, arg.MessageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var message_id string
+		if err := rows.Scan(&message_id); err != nil {
+			return nil, err
+		}
+		items = append(items, message_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const notificationLogInsert = `-- name: NotificationLogInsert :exec
 INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed, template)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -69,6 +141,34 @@ func (q *Queries) NotificationLogInsert(ctx context.Context, arg NotificationLog
 		arg.MessageID,
 		arg.IdempotencyKey,
 		arg.ProviderNotificationID,
+		arg.Replayed,
+		arg.Template,
+	)
+	return err
+}
+
+const notificationLogInsertBatch = `-- name: NotificationLogInsertBatch :exec
+INSERT INTO notification_log (order_id, message_id, idempotency_key, provider_notification_id, replayed, template)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]),
+       unnest($4::text[]), unnest($5::boolean[]), $6::text
+`
+
+type NotificationLogInsertBatchParams struct {
+	OrderIds        []uuid.UUID `json:"order_ids"`
+	MessageIds      []string    `json:"message_ids"`
+	Keys            []string    `json:"keys"`
+	NotificationIds []string    `json:"notification_ids"`
+	Replayed        []bool      `json:"replayed"`
+	Template        string      `json:"template"`
+}
+
+// The provider's answers of a batch, one row each, in one statement.
+func (q *Queries) NotificationLogInsertBatch(ctx context.Context, arg NotificationLogInsertBatchParams) error {
+	_, err := q.db.Exec(ctx, notificationLogInsertBatch,
+		arg.OrderIds,
+		arg.MessageIds,
+		arg.Keys,
+		arg.NotificationIds,
 		arg.Replayed,
 		arg.Template,
 	)

@@ -11,6 +11,60 @@ import (
 	"github.com/google/uuid"
 )
 
+const ledgerCommissionInsertBatch = `-- name: LedgerCommissionInsertBatch :many
+INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
+SELECT unnest($1::text[]), unnest($2::uuid[]), 'affiliate_commission',
+       unnest($3::text[]), unnest($4::bigint[]), unnest($5::text[])
+ON CONFLICT (entry_key) DO NOTHING
+RETURNING entry_key
+`
+
+type LedgerCommissionInsertBatchParams struct {
+	EntryKeys    []string    `json:"entry_keys"`
+	OrderIds     []uuid.UUID `json:"order_ids"`
+	AffiliateIds []string    `json:"affiliate_ids"`
+	AmountCents  []int64     `json:"amount_cents"`
+	MessageIds   []string    `json:"message_ids"`
+}
+
+// The unique ledger key, set-based: one commission row per order under its
+// business key, ON CONFLICT DO NOTHING. RETURNING gives back only the keys
+// this statement inserted: those orders are applied, every other order of
+// the set was credited before (already_applied). Under READ COMMITTED the
+// conflict never raises, even against a concurrent batch. The caller holds
+// each key once. (With "--without ledger-key" the keys are the deliveries'
+// instead, "delivery:<message id>", as ledger.ReleaseCommissionUnguarded
+// writes them: one row per message, several for one order.)
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct keys in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+func (q *Queries) LedgerCommissionInsertBatch(ctx context.Context, arg LedgerCommissionInsertBatchParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, ledgerCommissionInsertBatch,
+		arg.EntryKeys,
+		arg.OrderIds,
+		arg.AffiliateIds,
+		arg.AmountCents,
+		arg.MessageIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var entry_key string
+		if err := rows.Scan(&entry_key); err != nil {
+			return nil, err
+		}
+		items = append(items, entry_key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerEntryExists = `-- name: LedgerEntryExists :one
 SELECT EXISTS (SELECT 1 FROM ledger_entries WHERE entry_key = $1)
 `

@@ -139,6 +139,81 @@ func (q *Queries) OrderListPaidInRange(ctx context.Context, arg OrderListPaidInR
 	return items, nil
 }
 
+const orderLockBatch = `-- name: OrderLockBatch :many
+SELECT o.id, o.status, o.affiliate_id, o.amount_cents
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+ORDER BY o.id
+FOR NO KEY UPDATE OF o
+`
+
+type OrderLockBatchRow struct {
+	ID          uuid.UUID   `json:"id"`
+	Status      string      `json:"status"`
+	AffiliateID pgtype.Text `json:"affiliate_id"`
+	AmountCents int64       `json:"amount_cents"`
+}
+
+// Locks the batch's orders in id order, the one order in which every
+// transaction that locks several orders takes them (OrderLockBatchForUpdate
+// too), so that two batches that overlap, or a batch and a single delivery,
+// cannot deadlock on them; and reads what the state check and the steps
+// after it need: the status and what the commission is computed from.
+// Whether a refund was asked is read after it (RefundRequestOrdersBatch).
+// An id with no row is an unknown order. FOR NO KEY UPDATE is the lock the
+// UPDATE below takes anyway: it does not block the foreign-key checks of
+// rows that reference the order.
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct orders in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+// ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+func (q *Queries) OrderLockBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockBatchRow, error) {
+	rows, err := q.db.Query(ctx, orderLockBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OrderLockBatchRow{}
+	for rows.Next() {
+		var i OrderLockBatchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.AffiliateID,
+			&i.AmountCents,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orderLockBatchForUpdate = `-- name: OrderLockBatchForUpdate :exec
+SELECT o.id
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o
+`
+
+// Locks the orders of a batch handled message by message in one
+// transaction (consumer.InOneTransaction), all of them, in id order, before
+// the first message runs: each message then locks its order again as on its
+// own, in whatever order the batch holds them, but only rows the batch
+// already holds. Without it the batch would lock them in message order and
+// deadlock with a batch that locks them in id order (OrderLockBatch). FOR
+// UPDATE is the strongest lock the handlers take on an order
+// (OrderMarkRefunded), so none of them waits for a stronger one later.
+func (q *Queries) OrderLockBatchForUpdate(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, orderLockBatchForUpdate, orderIds)
+	return err
+}
+
 const orderMarkPaid = `-- name: OrderMarkPaid :one
 UPDATE orders
 SET status = 'paid', paid_at = now()
@@ -163,6 +238,71 @@ func (q *Queries) OrderMarkPaid(ctx context.Context, id uuid.UUID) (Order, error
 		&i.RefundedAt,
 	)
 	return i, err
+}
+
+const orderMarkPaidBatch = `-- name: OrderMarkPaidBatch :many
+UPDATE orders
+SET status = 'paid', paid_at = now()
+WHERE id = ANY($1::uuid[]) AND status = 'pending'
+RETURNING id
+`
+
+// The state check, set-based: every pending order of the set moves to paid,
+// once. RETURNING gives back exactly the orders this statement moved: those
+// are applied; the others were already paid (already_applied) or refunded
+// (not_applicable). A concurrent batch waits on the row lock, re-checks
+// the WHERE clause on the committed row and matches nothing.
+func (q *Queries) OrderMarkPaidBatch(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, orderMarkPaidBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orderMarkPaidBatchUnguarded = `-- name: OrderMarkPaidBatchUnguarded :many
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = ANY($1::uuid[])
+RETURNING id
+`
+
+// The mistake the state check prevents, set-based (batch mode with
+// "--without state-check"): OrderMarkPaidBatch without its WHERE status =
+// 'pending'. Every order of the set "transitions" again, however often it
+// was paid before, and a refunded one comes back to life (paid, no longer
+// refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
+// gives back every order that exists.
+func (q *Queries) OrderMarkPaidBatchUnguarded(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, orderMarkPaidBatchUnguarded, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const orderMarkPaidUnconditional = `-- name: OrderMarkPaidUnconditional :one
@@ -248,5 +388,26 @@ func (q *Queries) OrderTransitionInsert(ctx context.Context, arg OrderTransition
 		arg.ToStatus,
 		arg.MessageID,
 	)
+	return err
+}
+
+const orderTransitionInsertBatch = `-- name: OrderTransitionInsertBatch :exec
+INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
+SELECT unnest($1::uuid[]), 'pending', 'paid', unnest($2::text[])
+`
+
+type OrderTransitionInsertBatchParams struct {
+	OrderIds   []uuid.UUID `json:"order_ids"`
+	MessageIds []string    `json:"message_ids"`
+}
+
+// The transitions of the orders OrderMarkPaidBatch moved, one row each, in
+// one statement: order_ids[i] was moved by the message message_ids[i].
+// (Without the state check an order is moved by each of its messages, and
+// is in order_ids once per message.)
+// (Several unnest calls in one select list run in step, row i of each
+// together; the arrays have one length.)
+func (q *Queries) OrderTransitionInsertBatch(ctx context.Context, arg OrderTransitionInsertBatchParams) error {
+	_, err := q.db.Exec(ctx, orderTransitionInsertBatch, arg.OrderIds, arg.MessageIds)
 	return err
 }

@@ -106,6 +106,48 @@ func (q *Queries) OrderLockForCommission(ctx context.Context, id uuid.UUID) (str
 	return status, err
 }
 
+const orderLockForCommissionBatch = `-- name: OrderLockForCommissionBatch :many
+SELECT o.id, o.status
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o
+`
+
+type OrderLockForCommissionBatchRow struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
+}
+
+// OrderLockForCommission for a set: the orders' row locks, in id order,
+// with each order's status. A refund (MarkRefunded) takes the same lock, so
+// it and the commission of the same order never interleave. Whether a
+// refund was asked is read after it, in its own statement
+// (RefundRequestOrdersBatch), as RefundRequestExists is.
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct keys in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+func (q *Queries) OrderLockForCommissionBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockForCommissionBatchRow, error) {
+	rows, err := q.db.Query(ctx, orderLockForCommissionBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OrderLockForCommissionBatchRow{}
+	for rows.Next() {
+		var i OrderLockForCommissionBatchRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const refundRequestExists = `-- name: RefundRequestExists :one
 SELECT EXISTS (SELECT 1 FROM refund_requests r WHERE r.order_id = $1)
 `
@@ -169,4 +211,32 @@ func (q *Queries) RefundRequestInsert(ctx context.Context, arg RefundRequestInse
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const refundRequestOrdersBatch = `-- name: RefundRequestOrdersBatch :many
+SELECT r.order_id FROM refund_requests r
+WHERE r.order_id = ANY($1::uuid[])
+`
+
+// RefundRequestExists for a set: which of the orders have a refund intent.
+// Run after the orders' row locks are taken, in its own statement, so that
+// it sees an intent that committed while a lock was awaited.
+func (q *Queries) RefundRequestOrdersBatch(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, refundRequestOrdersBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var order_id uuid.UUID
+		if err := rows.Scan(&order_id); err != nil {
+			return nil, err
+		}
+		items = append(items, order_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

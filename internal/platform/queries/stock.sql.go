@@ -120,6 +120,67 @@ func (q *Queries) StockKnownSKUs(ctx context.Context, skus []string) ([]string, 
 	return items, nil
 }
 
+const stockLockForOrders = `-- name: StockLockForOrders :many
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY($1::uuid[]))
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s
+`
+
+// Locks every SKU the given orders hold items of, in SKU order, before
+// any of them is reserved. One order's reservation takes its SKUs in SKU
+// order; a batch reserves several orders one after another, and without
+// this its SKU locks would follow the orders (sku-b of the first order,
+// then sku-a of the second) and could deadlock with a delivery or a batch
+// going the other way. FOR NO KEY UPDATE is what the guarded decrement
+// takes.
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct orders in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+// ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+func (q *Queries) StockLockForOrders(ctx context.Context, orderIds []uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, stockLockForOrders, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var sku string
+		if err := rows.Scan(&sku); err != nil {
+			return nil, err
+		}
+		items = append(items, sku)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockLockForRelease = `-- name: StockLockForRelease :exec
+SELECT s.sku
+FROM stock s
+WHERE s.sku IN (SELECT r.sku FROM stock_reservations r
+                WHERE r.order_id = ANY($1::uuid[]) AND r.released_at IS NULL)
+ORDER BY s.sku
+FOR NO KEY UPDATE OF s
+`
+
+// Locks, in SKU order, every SKU the given orders' live reservations hold:
+// what a refund of them gives back (stock.Release). Release takes one
+// order's SKUs in SKU order; a batch refunding several orders one after
+// another (consumer.InOneTransaction) would take them order after order,
+// against the SKU order every other transaction takes them in. Taken
+// after the orders' row locks (OrderLockBatchForUpdate): while they are
+// held no reservation of those orders appears or goes.
+func (q *Queries) StockLockForRelease(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, stockLockForRelease, orderIds)
+	return err
+}
+
 const stockMovementInsert = `-- name: StockMovementInsert :exec
 INSERT INTO stock_movements (order_id, kind, message_id) VALUES ($1, $2, $3)
 `
@@ -133,6 +194,44 @@ type StockMovementInsertParams struct {
 func (q *Queries) StockMovementInsert(ctx context.Context, arg StockMovementInsertParams) error {
 	_, err := q.db.Exec(ctx, stockMovementInsert, arg.OrderID, arg.Kind, arg.MessageID)
 	return err
+}
+
+const stockMovementReserveBatch = `-- name: StockMovementReserveBatch :many
+INSERT INTO stock_movements (order_id, kind, message_id)
+SELECT d.order_id, 'reserve', d.message_id
+FROM (SELECT unnest($1::uuid[]) AS order_id, unnest($2::text[]) AS message_id) d
+WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
+RETURNING order_id
+`
+
+type StockMovementReserveBatchParams struct {
+	OrderIds   []uuid.UUID `json:"order_ids"`
+	MessageIds []string    `json:"message_ids"`
+}
+
+// The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
+// movement per delivery (order_ids[i], message_ids[i]) of an order that has
+// items, as stock.ReserveUnguarded writes one per message. RETURNING gives
+// back the order of every row written: a delivery of an order it does not
+// return took nothing (the order has no items).
+func (q *Queries) StockMovementReserveBatch(ctx context.Context, arg StockMovementReserveBatchParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, stockMovementReserveBatch, arg.OrderIds, arg.MessageIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var order_id uuid.UUID
+		if err := rows.Scan(&order_id); err != nil {
+			return nil, err
+		}
+		items = append(items, order_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stockReservationInsert = `-- name: StockReservationInsert :execrows
@@ -265,4 +364,25 @@ func (q *Queries) StockTakeUnguarded(ctx context.Context, arg StockTakeUnguarded
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const stockTakeUnguardedBatch = `-- name: StockTakeUnguardedBatch :exec
+UPDATE stock s
+SET available = greatest(s.available - t.quantity, 0), updated_at = now()
+FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
+      FROM unnest($1::uuid[]) AS d(order_id)
+      JOIN order_items i ON i.order_id = d.order_id
+      GROUP BY i.sku) t
+WHERE s.sku = t.sku
+`
+
+// The mistake the reservation prevents, set-based (batch mode with
+// "--without stock-reservation"): the naive counter of StockTakeUnguarded
+// for every delivery of the set at once. order_ids holds an order once per
+// delivery, so each SKU loses the items of every delivery; no reservation
+// row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
+// each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
+func (q *Queries) StockTakeUnguardedBatch(ctx context.Context, orderIds []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, stockTakeUnguardedBatch, orderIds)
+	return err
 }
