@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // runDemo walks one order through a running api + fakes (`orderpaid all`)
@@ -151,13 +150,13 @@ var wantOnce = []string{effect.Charges, effect.Paid, effect.StockReserved, effec
 // the names --without takes. A charge is made twice only with both of its
 // guards off: the retry reuses its key.
 var keptOnceBy = map[string][]string{
-	effect.Charges:               {string(levers.ChargeClaim), string(levers.IdempotencyKey)},
-	effect.Paid:                  {string(levers.StateCheck)},
-	effect.StockReserved:         {string(levers.StockReservation)},
-	effect.Commission:            {string(levers.LedgerKey)},
-	effect.ConfirmationEnqueued:  {string(levers.StateCheck), string(levers.Outbox)},
-	effect.ConfirmationDelivered: {string(levers.Inbox)},
-	effect.NotificationSent:      {string(levers.ProviderKey), string(levers.Inbox)},
+	effect.Charges:               {effect.GuardChargeClaim, effect.GuardIdempotencyKey},
+	effect.Paid:                  {effect.GuardStateCheck},
+	effect.StockReserved:         {effect.GuardStockReservation},
+	effect.Commission:            {effect.GuardLedgerKey},
+	effect.ConfirmationEnqueued:  {effect.GuardStateCheck, effect.GuardOutbox},
+	effect.ConfirmationDelivered: {effect.GuardInbox},
+	effect.NotificationSent:      {effect.GuardProviderKey, effect.GuardInbox},
 }
 
 // report says what really happened to the order: every effect once, or

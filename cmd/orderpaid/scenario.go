@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // passedToChildren are the variables a scenario's processes get from the
@@ -69,7 +69,7 @@ func scenarioRun(e env) error {
 		name, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("scenario run", flag.ContinueOnError)
-	without := fs.String("without", "", "switch one guard off and expect its damage: "+strings.Join(levers.GuardNames(), ", ")+
+	without := fs.String("without", "", "switch one guard off and expect its damage: "+strings.Join(switches.Names(), ", ")+
 		"; with all, runs the scenarios that demonstrate it")
 	matrix := fs.Bool("matrix", false, "run each scenario protected and then with each of its guards off (what CI checks)")
 	brokerName := fs.String("broker", "", "broker of the scenarios' processes: postgres, amqp or nats (default $BROKER, else postgres)")
@@ -83,8 +83,8 @@ func scenarioRun(e env) error {
 		fs.Usage()
 		return usageError{errors.New("scenario run: give a scenario NAME (see orderpaid scenario list) or all")}
 	}
-	if *without != "" && !slices.Contains(levers.GuardNames(), *without) {
-		return usageError{fmt.Errorf("scenario run: --without %q: want one of %s", *without, strings.Join(levers.GuardNames(), ", "))}
+	if *without != "" && !slices.Contains(switches.Names(), *without) {
+		return usageError{fmt.Errorf("scenario run: --without %q: want one of %s", *without, strings.Join(switches.Names(), ", "))}
 	}
 	if *matrix && *without != "" {
 		return usageError{errors.New("scenario run: --matrix already runs every guard off; drop --without")}

@@ -19,6 +19,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/ops/reprocess"
@@ -26,7 +27,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
@@ -64,7 +65,7 @@ func serve(e env, name string, p process) (err error) {
 	var dedupe, abandonBacklog bool
 	if p.api || p.worker {
 		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only: needs "+config.DevVariable+"=1)")
-		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(levers.GuardNames(), ", ")+" (workshop only: needs "+config.DevVariable+"=1)")
+		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(switches.Names(), ", ")+" (workshop only: needs "+config.DevVariable+"=1)")
 	}
 	if p.worker {
 		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only: needs "+config.DevVariable+"=1)")
@@ -92,15 +93,15 @@ func serve(e env, name string, p process) (err error) {
 	if err != nil {
 		return err
 	}
-	if off := lv.GuardsOff(); off != "" {
+	if off := lv.guards.Fixed(); off != "" {
 		logger.Warn("guards switched off: effects may happen twice", "without", off)
 	}
 	// The lab page switches guards at run time only where one switch set
 	// reaches the api's and the worker's guards: a dev run of both.
 	if devRun && p.api && p.worker {
-		lv = lv.WithSwitches(levers.NewSwitches())
-		if lv.Faults() == nil {
-			lv = lv.WithFaults(levers.NewFaultSet(crashNow))
+		lv.guards = lv.guards.Live()
+		if lv.faults == nil {
+			lv.faults = fault.New(crashNow)
 		}
 	}
 
@@ -170,8 +171,8 @@ func serve(e env, name string, p process) (err error) {
 	if p.api {
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
-			Ingestor: webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics).WithLevers(lv),
-			Payments: payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), payment.Config{}).WithLevers(lv),
+			Ingestor: switches.Ingestor(webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics), lv.guards),
+			Payments: switches.Payments(payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), payment.Config{}).WithFaults(lv.faults), lv.guards),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
 				"broker":   b.Ping,
@@ -207,8 +208,8 @@ type workerParts struct {
 	cfg      config.Config
 	pool     *pgxpool.Pool
 	broker   *broker.Broker
-	levers   levers.Levers // the lab's, for the consumers and their notifier
-	dedupe   bool          // the wrong fix, for the scenario execution-dedupe
+	levers   labPulls // the lab's, for the consumers
+	dedupe   bool     // the wrong fix, for the scenario execution-dedupe
 	tel      *telemetry.Telemetry
 	logger   *slog.Logger
 	wmLogger watermill.LoggerAdapter
@@ -248,14 +249,18 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	notifier := notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)).WithLevers(w.levers)
+	notifier := notify.NewClient(cfg.FakesURL, tel.HTTPClient(10*time.Second))
 	gateway := payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second))
-	consumers := consumer.NewConsumers(pool, notifier, b.Publisher).WithGateway(gateway).
-		WithLevers(w.levers).WithTelemetry(tel.Metrics, w.logger)
+	consumers := consumer.NewConsumers(pool, notifier).WithGateway(gateway).
+		WithFaults(w.levers.faults).WithTelemetry(tel.Metrics, w.logger)
+	consumers = switches.Consumers(consumers, w.levers.guards, b.Publisher)
 	if err := telemetry.ObserveQueues(tel.MeterProvider, queries.New(pool).OutboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
 		return err
 	}
 	var inner []message.HandlerMiddleware
+	if w.levers.guards != nil {
+		inner = append(inner, switches.HoldAfterCommit) // for the outbox's mistake
+	}
 	if w.dedupe {
 		mw, err := consumer.DedupeExecutions(0, logger)
 		if err != nil {
@@ -274,12 +279,13 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		for _, bt := range []struct {
 			topic, group string
 			handle       func([]*message.Message) []error
+			one          func(*message.Message) error
 		}{
-			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.Batched((*consumer.Consumers).HandleOrderPaidBatch)},
-			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.Batched((*consumer.Consumers).HandleOrderConfirmedBatch)},
-			{messages.TopicOrderRefunded, consumer.HandlerOrderRefunded, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleOrderRefunded))},
-			{messages.TopicRefundRequested, consumer.HandlerRefundRequested, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundRequested))},
-			{messages.TopicRefundConfirmed, consumer.HandlerRefundConfirmed, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundConfirmed))},
+			{messages.TopicOrderPaid, consumer.HandlerOrderPaid, consumers.Batched((*consumer.Consumers).HandleOrderPaidBatch), consumers.HandleOrderPaid},
+			{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, consumers.Batched((*consumer.Consumers).HandleOrderConfirmedBatch), consumers.HandleOrderConfirmed},
+			{messages.TopicOrderRefunded, consumer.HandlerOrderRefunded, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleOrderRefunded)), consumers.HandleOrderRefunded},
+			{messages.TopicRefundRequested, consumer.HandlerRefundRequested, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundRequested)), consumers.HandleRefundRequested},
+			{messages.TopicRefundConfirmed, consumer.HandlerRefundConfirmed, consumers.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundConfirmed)), consumers.HandleRefundConfirmed},
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
 			if cfg.ConsumerPosition == config.PositionWithEffects {
@@ -290,7 +296,8 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			}
 			skip = append(skip, bt.topic)
 			batches = append(batches, &consumer.BatchLoop{
-				Reader: reader, Topic: bt.topic, Group: bt.group, Handle: bt.handle,
+				// With a guard off, one message at a time (switches.Batches).
+				Reader: reader, Topic: bt.topic, Group: bt.group, Handle: switches.Batches(w.levers.guards, bt.handle, bt.one),
 				Poison: poison.NewStore(queries.New(postgres.Routed{Pool: pool})), Logger: w.logger,
 				Drain: cfg.ShutdownTimeout * 3 / 4, // as broker.NewDraining's
 			})
@@ -338,22 +345,22 @@ func listen(addr, variable string) (net.Listener, error) {
 // labPage is what the lab page (GET /lab) of a dev run acts through; nil
 // outside a dev run, where the API serves no lab page. Its replays are
 // `orderpaid reprocess`'s, on the process's own pool.
-func labPage(devRun bool, process, brokerName, fakesURL string, lv levers.Levers, pool *pgxpool.Pool) *httpapi.Lab {
+func labPage(devRun bool, process, brokerName, fakesURL string, lv labPulls, pool *pgxpool.Pool) *httpapi.Lab {
 	if !devRun {
 		return nil
 	}
 	note := ""
-	if lv.Switches() == nil {
+	if !lv.guards.CanSwitch() {
 		note = "guards can be switched at run time only where the api and the worker share a process, and this " +
 			process + " process has no worker: start workshop mode with `orderpaid all`, or switch guards off at " +
 			"start with ORDERPAID_DEV=1 and --without NAME on the api and the worker"
 	}
 	var points []string
-	if lv.Switches() != nil { // the worker shares this process: the page may fail it
+	if lv.guards.CanSwitch() { // the worker shares this process: the page may fail it
 		points = faultPoints()
 	}
 	return &httpapi.Lab{
-		Process: process, Broker: brokerName, FakesURL: fakesURL, Levers: lv, GuardsNote: note, FaultPoints: points,
+		Process: process, Broker: brokerName, FakesURL: fakesURL, Switches: lv.guards, Faults: lv.faults, GuardsNote: note, FaultPoints: points,
 		Replay: func(ctx context.Context, t httpapi.ReplayTarget, out io.Writer) error {
 			opts := reprocess.Options{Out: out}
 			switch {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/lab/soak"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // errSoakFailed is returned when an invariant did not hold; the report
@@ -37,7 +37,7 @@ func runSoak(e env) error {
 	settle := fs.Duration("settle-timeout", 3*time.Minute, "how long the flow may take to settle after the load")
 	logDir := fs.String("logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	keep := fs.Bool("keep", false, "keep the soak's database even when every invariant held")
-	withoutList := fs.String("without", "", "switch guards off in api and workers to watch the soak catch the damage: "+strings.Join(levers.GuardNames(), ", "))
+	withoutList := fs.String("without", "", "switch guards off in api and workers to watch the soak catch the damage: "+strings.Join(switches.Names(), ", "))
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
@@ -53,7 +53,7 @@ func runSoak(e env) error {
 	case *restartRabbitMQ && *brokerName != config.BrokerAMQP:
 		return usageError{errors.New("soak: --restart-rabbitmq needs --broker amqp")}
 	}
-	if _, err := levers.ParseWithout(*withoutList); err != nil {
+	if _, err := switches.Parse(*withoutList); err != nil {
 		return usageError{fmt.Errorf("soak: --without: %w", err)}
 	}
 	if *position != "" {

@@ -16,7 +16,7 @@ import (
 )
 
 // HandleOrderPaidBatch consumes several order_paid messages with the guards
-// of HandleOrderPaid in their set-based form (sql/queries/batch.sql,
+// of HandleOrderPaid in their set-based form (batch_guards.go,
 // batch_steps.go), and returns one error per message, in msgs' order: nil
 // acks the message, a permanent error (IsPermanent) sends it alone to the
 // poison queue, any other error asks for its redelivery. It is the
@@ -58,13 +58,8 @@ import (
 // failed) meets its guards again and answers already_applied. Each
 // attempt that failed is in the execution log, as a failed run is.
 //
-// A lab lever switching a guard off keeps the batch set-based: the step
-// makes the guard's mistake for the whole set instead (batch_levers.go),
-// with exactly the damage of the per-message path, and every other guard
-// stays on. Where the guard is the reason for the dedupe by order, the
-// dedupe goes with it: without the state check every message of an order
-// moves it again; without the ledger key every message carries its own
-// key. The fault points fire per message.
+// The fault points fire per message. With a guard switched off, the lab
+// runs the messages one at a time instead (internal/lab/switches).
 func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {
@@ -115,9 +110,6 @@ type batch struct {
 	orders []*batchOrder // distinct, in the order of their first message
 	byID   map[uuid.UUID]*batchOrder
 	ids    []uuid.UUID // the orders' ids, for the statements
-	// unsent are the messages whose confirmation waits for the commit of
-	// step 1 (levers.Outbox off): publishBatchIfOutboxOff sends them.
-	unsent []*batchItem
 	// commission is step 2's answer for each ledger key.
 	commission map[string]effect.Outcome
 }
@@ -131,10 +123,6 @@ type batchItem struct {
 	// applied): it records the transition and enqueues the confirmation.
 	moved bool
 	paid  step // its state check's step
-	// confirmation is the order_confirmed this message moved its order
-	// for, when it waits to be published after the commit (levers.Outbox
-	// off, enqueueConfirmationsBatch); nil otherwise.
-	confirmation *message.Message
 	// key is the ledger key of the commission this message credits in step
 	// 2 (commissionKeys); carries: it is the first message of the batch
 	// holding that key, and its row is the one inserted.
@@ -207,7 +195,6 @@ func (c *Consumers) applyBatch(b *batch) error {
 		return fmt.Errorf("step 1, mark paid: %w", err)
 	}
 	c.afterMarkPaid(b)
-	c.publishBatchIfOutboxOff(b)
 	c.commissionKeys(b)
 	if err := c.batchReleaseCommission(b); err != nil {
 		return fmt.Errorf("step 2, release commission: %w", err)
@@ -221,7 +208,7 @@ func (c *Consumers) applyBatch(b *batch) error {
 				_, s := it.run.begin(it.ctx, effect.Commission, effect.LedgerKey)
 				s.end(asLater(b.commission[it.key]))
 			}
-			c.finish(it, c.levers.Hit(FaultBeforeAck))
+			c.finish(it, c.faults.Hit(FaultBeforeAck))
 		}
 	}
 	return nil
@@ -238,7 +225,7 @@ func (c *Consumers) afterMarkPaid(b *batch) {
 				c.finish(it, permanent(fmt.Errorf("order_paid for unknown order %s: %w", o.id, order.ErrNotFound)))
 				continue
 			}
-			switch err := c.levers.Hit(FaultAfterMarkPaid); {
+			switch err := c.faults.Hit(FaultAfterMarkPaid); {
 			case err != nil:
 				c.finish(it, err)
 			case !o.fulfil:

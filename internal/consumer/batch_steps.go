@@ -102,11 +102,11 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 }
 
 // batchFulfil reserves the items of every order to fulfil
-// (reserveStockBatch; an order whose items are short is compensated
+// (reserveOrdersStock; an order whose items are short is compensated
 // instead) and enqueues the confirmation of every message that moved an
 // order to fulfil, all in one outbox write (enqueueConfirmationsBatch).
 func (c *Consumers) batchFulfil(b *batch, tx pgx.Tx) error {
-	if err := c.reserveStockBatch(b, tx); err != nil {
+	if err := c.reserveOrdersStock(b, tx); err != nil {
 		return err
 	}
 	var moved []*batchItem

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/inbox"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -36,15 +37,12 @@ const maxProviderCalls = 8
 //     from its store.
 //
 // A message twice in a batch (a redelivery that caught up with the first
-// copy) is called once; the later copy answers already_applied. With a lab
-// lever switching the inbox off the batch stays set-based, with the
-// damage of the per-message path (batch_levers.go): every copy calls the
-// provider, the later copies of a message after the earlier ones. With the
-// provider's key off the messages go through HandleOrderConfirmed one by
-// one (providerKeyOff says why).
+// copy) is called once; the later copy answers already_applied. With the
+// inbox or the provider's key switched off, the lab runs the messages one
+// at a time instead (internal/lab/switches).
 func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
-	if len(msgs) <= 1 || c.providerKeyOff() {
+	if len(msgs) <= 1 {
 		for i, m := range msgs {
 			errs[i] = c.HandleOrderConfirmed(m)
 		}
@@ -52,7 +50,7 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	}
 	items, ids := c.newConfirmedItems(msgs, errs)
 	ctx := msgs[0].Context()
-	seen, dedupe, err := c.inboxSeenBatch(ctx, ids)
+	seen, err := inbox.SeenBatch(ctx, c.q, HandlerOrderConfirmed, ids)
 	if err != nil {
 		for i, it := range items {
 			if errs[i] == nil {
@@ -60,11 +58,6 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 			}
 		}
 		return errs
-	}
-	if !dedupe {
-		for _, it := range items {
-			it.first = it.i // every copy on its own: it calls too
-		}
 	}
 	c.callProvider(items, errs, seen)
 	c.logProviderAnswers(ctx, items, errs)
@@ -184,7 +177,7 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 // in errs.
 func (c *Consumers) send(it *confirmedItem, errs []error) {
 	mctx := it.msg.Context()
-	sent, err := c.notifier.Send(it.sendCtx, it.msg.UUID, it.orderID, notify.TemplateOrderConfirmed)
+	sent, err := c.notifier.Send(it.sendCtx, notify.MessageKey(it.msg.UUID), it.orderID, notify.TemplateOrderConfirmed)
 	switch {
 	case errors.Is(err, notify.ErrRejected):
 		errs[it.i] = c.record(mctx, it.run, permanent(err))
@@ -231,7 +224,7 @@ func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedIt
 			outcome = effect.AlreadyApplied
 		}
 		it.notification.end(outcome)
-		if err := c.levers.Hit(FaultAfterProviderCall); err != nil {
+		if err := c.faults.Hit(FaultAfterProviderCall); err != nil {
 			errs[i] = c.record(it.msg.Context(), it.run, err)
 		}
 	}

@@ -1,17 +1,26 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/inbox"
+	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -31,12 +40,11 @@ type Consumers struct {
 	notifier *notify.Client
 	// gateway refunds orders (HandleRefundRequested); nil until WithGateway.
 	gateway *payment.GatewayClient
-	// direct publishes to the broker, bypassing the outbox; used only with
-	// levers.Outbox off (publishIfOutboxOff).
-	direct message.Publisher
-	// levers may switch guards off and arm the fault points (levers.go);
-	// the zero value is production.
-	levers levers.Levers
+	// guards are the guarded steps the handlers call (Guarded, unless the
+	// lab wired a mistake in one's place).
+	guards Guards
+	// faults are the fault points armed between steps; nil in production.
+	faults *fault.Set
 	// metrics counts executions and guard answers; logger logs each
 	// execution. Both nil unless WithTelemetry.
 	metrics *telemetry.Metrics
@@ -46,12 +54,50 @@ type Consumers struct {
 	execLog *execBuffer
 }
 
-// NewConsumers wires the handlers, with every guard on. direct may be nil
-// unless WithLevers switches the outbox off.
-func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client, direct message.Publisher) *Consumers {
+// Guards are the guarded steps of the handlers, one field per call, each
+// named for what it does; Guarded holds the guards themselves. The lab
+// (internal/lab/switches) wires the mistake a guard prevents in that
+// guard's fields, and nothing else changes: the handlers call the field,
+// never a branch. Batch mode uses the guards' set forms, so it runs the
+// messages of a guard switched off one at a time, through these.
+type Guards struct {
+	// MarkPaid, MarkRefunded: the state check (order).
+	MarkPaid     func(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error)
+	MarkRefunded func(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, string, error)
+	// ReserveStock, ReleaseStock: the reservation rows (stock).
+	ReserveStock func(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string) (effect.Outcome, error)
+	ReleaseStock func(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string) (effect.Outcome, error)
+	// ReleaseCommission, ReverseCommission: the ledger's business key.
+	ReleaseCommission func(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error)
+	ReverseCommission func(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error)
+	// Enqueue: the transactional outbox.
+	Enqueue func(ctx context.Context, tx pgx.Tx, topic string, msgs ...*message.Message) error
+	// InboxSeen: the consumer inbox.
+	InboxSeen func(ctx context.Context, q *queries.Queries, consumer, messageID string) (bool, error)
+	// ProviderKey: the provider's Idempotency-Key for a message.
+	ProviderKey func(messageID string) string
+}
+
+// Guarded returns the guards: production's steps.
+func Guarded() Guards {
+	return Guards{
+		MarkPaid:          order.MarkPaid,
+		MarkRefunded:      order.MarkRefunded,
+		ReserveStock:      stock.Reserve,
+		ReleaseStock:      stock.Release,
+		ReleaseCommission: ledger.ReleaseCommission,
+		ReverseCommission: ledger.ReverseCommission,
+		Enqueue:           outbox.Publish,
+		InboxSeen:         inbox.Seen,
+		ProviderKey:       notify.MessageKey,
+	}
+}
+
+// NewConsumers wires the handlers, with every guard on.
+func NewConsumers(pool *pgxpool.Pool, notifier *notify.Client) *Consumers {
 	// Routed: a statement runs on the reader's transaction when the
 	// message's context carries one (CONSUMER_POSITION=with-effects).
-	return &Consumers{pool: pool, q: queries.New(postgres.Routed{Pool: pool}), notifier: notifier, direct: direct}
+	return &Consumers{pool: pool, q: queries.New(postgres.Routed{Pool: pool}), notifier: notifier, guards: Guarded()}
 }
 
 // WithGateway returns a copy of c that refunds orders through gw. Without
@@ -63,14 +109,22 @@ func (c *Consumers) WithGateway(gw *payment.GatewayClient) *Consumers {
 	return &cp
 }
 
-// WithLevers returns a copy of c that obeys the lab's levers lv: a guard
-// switched off makes its step the mistake the guard prevents, and the fault
-// points (FaultAfterMarkPaid, ...) fire when armed (levers.go). The
-// notifier's levers are its own (notify.Client.WithLevers): give both the
-// same lv. Without WithLevers, or with levers.None(), every guard is on.
-func (c *Consumers) WithLevers(lv levers.Levers) *Consumers {
+// WithGuards returns a copy of c whose handlers call g's steps: the lab's
+// wiring of a mistake (internal/lab/switches).
+func (c *Consumers) WithGuards(g Guards) *Consumers {
 	cp := *c
-	cp.levers = lv
+	cp.guards = g
+	return &cp
+}
+
+// Guards returns the steps c's handlers call.
+func (c *Consumers) Guards() Guards { return c.guards }
+
+// WithFaults returns a copy of c whose fault points (FaultAfterMarkPaid,
+// ...) fire as f arms them.
+func (c *Consumers) WithFaults(f *fault.Set) *Consumers {
+	cp := *c
+	cp.faults = f
 	return &cp
 }
 

@@ -2,13 +2,12 @@ package consumer
 
 import (
 	"context"
-	"sync"
-
 	"encoding/json"
 	"fmt"
-	"github.com/ThreeDotsLabs/watermill/message"
 	"strings"
+	"sync"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -31,6 +30,34 @@ type execution struct {
 // newExecution starts the record of one run of handler on one message.
 func (c *Consumers) newExecution(handler, messageID string) *execution {
 	return &execution{handler: handler, messageID: messageID, metrics: c.metrics}
+}
+
+// start begins the run of handler on msg: msg's context, and the run's
+// record.
+func (c *Consumers) start(msg *message.Message, handler string) (context.Context, *execution) {
+	return msg.Context(), c.newExecution(handler, msg.UUID)
+}
+
+// forOrder names the order the run is about, in its record and in ctx's
+// spans and logs.
+func (e *execution) forOrder(ctx context.Context, orderID uuid.UUID) context.Context {
+	e.orderID = uuid.NullUUID{UUID: orderID, Valid: true}
+	return telemetry.WithOrderID(ctx, orderID.String())
+}
+
+// step runs fn as the guarded step effectName of the run, protected by
+// technique t: its span "effect <name>" encloses fn's work, and the guard's
+// answer fn returns is recorded (the execution log, the span's
+// idempotency.outcome, the effect counters). A step whose fn failed stays
+// open; record closes it with the run's error.
+func (e *execution) step(ctx context.Context, effectName string, t effect.Technique, fn func(ctx context.Context) (effect.Outcome, error)) (effect.Outcome, error) {
+	ctx, s := e.begin(ctx, effectName, t)
+	outcome, err := fn(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.end(outcome)
+	return outcome, nil
 }
 
 func (e *execution) add(effectName string, t effect.Technique, o effect.Outcome) {

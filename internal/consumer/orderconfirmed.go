@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -8,20 +9,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/inbox"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
-	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
+
+// FaultAfterProviderCall fires in HandleOrderConfirmed after the
+// notification provider answered, before the inbox row is written.
+const FaultAfterProviderCall = "order_confirmed.after_provider_call"
 
 // HandleOrderConfirmed sends the customer's confirmation through the external
 // notification provider, an effect that cannot be undone.
 //
 // Two guards protect it:
 //   - the inbox, keyed by (consumer, message id): a message already handled
-//     is acknowledged without calling the provider (c.inboxSeen, levers.go);
-//   - the provider's Idempotency-Key, set to the message id (notify.Client
-//     sends a fresh key per call instead with levers.ProviderKey off).
+//     is acknowledged without calling the provider (inbox.Seen);
+//   - the provider's Idempotency-Key, set to the message id
+//     (notify.MessageKey).
 //
 // The provider is called BEFORE the inbox row is written. A crash between the
 // two leaves no inbox row, so the redelivery calls the provider again, with
@@ -84,65 +89,55 @@ type notice struct {
 	orderID   func(payload []byte) (uuid.UUID, error)
 }
 
-// deliverNotice is the body of HandleOrderConfirmed, for any notice n.
+// deliverNotice is the body of HandleOrderConfirmed, for any notice n: the
+// inbox's step encloses the provider's.
 func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
-	ctx := msg.Context()
-	run := c.newExecution(n.handler, msg.UUID)
+	ctx, run := c.start(msg, n.handler)
 	orderID, err := n.orderID(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	run.orderID = uuid.NullUUID{UUID: orderID, Valid: true}
-	ctx = telemetry.WithOrderID(ctx, orderID.String())
-	inboxKey := queries.ConsumerInboxExistsParams{Consumer: n.handler, MessageID: msg.UUID}
+	ctx = run.forOrder(ctx, orderID)
 
-	inboxCtx, delivered := run.begin(ctx, n.delivered, effect.Inbox)
-	seen, err := c.inboxSeen(inboxCtx, inboxKey)
-	if err != nil {
-		return c.record(ctx, run, err)
-	}
-	if seen {
-		delivered.end(effect.AlreadyApplied)
-		return c.record(ctx, run, nil)
-	}
-
-	sendCtx, notification := run.begin(inboxCtx, n.sent, effect.ProviderKey)
-	sent, err := c.notifier.Send(sendCtx, msg.UUID, orderID, n.template)
+	_, err = run.step(ctx, n.delivered, effect.Inbox, func(ctx context.Context) (effect.Outcome, error) {
+		seen, err := c.guards.InboxSeen(ctx, c.q, n.handler, msg.UUID)
+		if err != nil || seen {
+			return effect.AlreadyApplied, err
+		}
+		if err := c.sendNotice(ctx, run, msg.UUID, orderID, n); err != nil {
+			return "", err
+		}
+		if err := c.faults.Hit(FaultAfterProviderCall); err != nil {
+			return "", err
+		}
+		return inbox.Record(ctx, c.q, n.handler, msg.UUID, orderID)
+	})
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))
 	}
-	if err != nil {
-		err = c.record(ctx, run, err)
-		notify.WaitRetryAfter(ctx, err) // "not now": wait as asked, then the router retries
-		return err
-	}
-	if err := c.q.NotificationLogInsert(sendCtx, queries.NotificationLogInsertParams{
-		OrderID: orderID, MessageID: msg.UUID, IdempotencyKey: sent.Key,
-		ProviderNotificationID: sent.ID, Replayed: sent.Replayed, Template: n.template,
-	}); err != nil {
-		return c.record(ctx, run, fmt.Errorf("log provider answer: %w", err))
-	}
-	outcome := effect.Applied
-	if sent.Replayed {
-		outcome = effect.AlreadyApplied
-	}
-	notification.end(outcome)
+	err = c.record(ctx, run, err)
+	notify.WaitRetryAfter(ctx, err) // "not now": wait as asked, then the router retries
+	return err
+}
 
-	if err := c.levers.Hit(FaultAfterProviderCall); err != nil {
-		return c.record(ctx, run, err)
-	}
-
-	inserted, err := c.q.ConsumerInboxInsert(inboxCtx, queries.ConsumerInboxInsertParams{
-		Consumer: n.handler, MessageID: msg.UUID,
-		OrderID: uuid.NullUUID{UUID: orderID, Valid: true},
+// sendNotice asks the provider for notice n about the order, under the message's
+// provider key, and logs its answer: the guarded step n.sent.
+func (c *Consumers) sendNotice(ctx context.Context, run *execution, messageID string, orderID uuid.UUID, n notice) error {
+	_, err := run.step(ctx, n.sent, effect.ProviderKey, func(ctx context.Context) (effect.Outcome, error) {
+		sent, err := c.notifier.Send(ctx, c.guards.ProviderKey(messageID), orderID, n.template)
+		if err != nil {
+			return "", err
+		}
+		if err := c.q.NotificationLogInsert(ctx, queries.NotificationLogInsertParams{
+			OrderID: orderID, MessageID: messageID, IdempotencyKey: sent.Key,
+			ProviderNotificationID: sent.ID, Replayed: sent.Replayed, Template: n.template,
+		}); err != nil {
+			return "", fmt.Errorf("log provider answer: %w", err)
+		}
+		if sent.Replayed {
+			return effect.AlreadyApplied, nil
+		}
+		return effect.Applied, nil
 	})
-	if err != nil {
-		return c.record(ctx, run, fmt.Errorf("write inbox: %w", err))
-	}
-	outcome = effect.Applied
-	if inserted == 0 {
-		outcome = effect.AlreadyApplied
-	}
-	delivered.end(outcome)
-	return c.record(ctx, run, nil)
+	return err
 }

@@ -16,124 +16,135 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/stock"
-	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// Fault points of order_paid, armed with --faults.
+const (
+	// FaultAfterMarkPaid fires between step 1 (order paid, confirmation in
+	// the outbox) and step 2 (commission).
+	FaultAfterMarkPaid = "order_paid.after_mark_paid"
+	// FaultBeforeAck fires after every effect committed, before the message
+	// is acknowledged: a timeout that left the work done.
+	FaultBeforeAck = "order_paid.before_ack"
 )
 
 // HandleOrderPaid consumes order_paid in two steps, each in its own
-// transaction, each protected by its own guard:
+// transaction, each effect under its own guard:
 //
-//  1. mark the order paid (state check), take its items out of stock
-//     (reservation row and guarded decrement) and, in the same transaction,
-//     write order_confirmed to the outbox: the confirmation exists exactly
-//     when the transition happened;
-//  2. release the affiliate commission (unique ledger key), under the
-//     order's row lock, only while the order is paid and no refund of it
-//     was asked (releaseCommissionIfPaid).
+//  1. markPaid: mark the order paid (the state check), take its items out
+//     of stock (the reservation rows) and write order_confirmed to the
+//     outbox, in one transaction;
+//  2. release the affiliate commission (the ledger key), only while the
+//     order is paid and no refund of it was asked (releaseCommissionIfPaid).
 //
-// A refunded order is terminal (order.MarkRefunded): an order_paid that
-// arrives after its refund (the provider does not promise order) finds it,
-// the state check answers not_applicable, and nothing else is applied: no
-// stock, no confirmation, no commission.
-//
-// An order whose items are short cannot be fulfilled, and its customer has
-// paid: the order is compensated. Step 1 records its refund
-// (refund.Compensate: the order's one refund intent and its
-// refund_requested message, in the same transaction) instead of the
-// reservation and the confirmation; the consumer of refund_requested gives
-// the money back and tells the customer. A redelivery, even after the stock
-// was refilled, meets the refund intent and applies nothing more.
-//
-// A failure between the steps is a real partial failure: the message is
-// redelivered, step 1 answers AlreadyApplied and step 2 completes the work.
-//
-// Each guarded step is a span "effect <name>" (run.begin ... end) carrying
-// the guard's answer, under the delivery's consumer span. The steps are
-// c.markPaid, c.reserveStock, c.enqueueConfirmation and c.releaseCommission
-// (levers.go): each is its guard unless the lab switched it off.
+// A failure between the steps is redelivered: step 1 answers
+// already_applied and step 2 completes the work. A refunded order applies
+// nothing; an order whose items are short is given its money back instead.
 func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
-	ctx := msg.Context()
-	run := c.newExecution(HandlerOrderPaid, msg.UUID)
+	ctx, run := c.start(msg, HandlerOrderPaid)
 	p, err := messages.DecodeOrderPaid(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
-	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
+	ctx = run.forOrder(ctx, p.OrderID)
 
-	var o queries.Order
-	var confirmation *message.Message
-	fulfil := true // false: refunded, or being refunded
-	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		paidCtx, paid := run.begin(ctx, effect.Paid, effect.StateCheck)
-		outcome, ord, err := c.markPaid(paidCtx, q, p.OrderID, msg.UUID)
-		if err != nil {
-			return err
-		}
-		o = ord
-		paid.end(outcome)
-		if o.Status == order.StatusRefunded {
-			fulfil = false
-			return nil // terminal: a late payment event applies nothing
-		}
-		if _, err := q.RefundRequestGet(ctx, o.ID); err == nil {
-			fulfil = false
-			return nil // being refunded: nothing to fulfil
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("read the refund of order %s: %w", o.ID, err)
-		}
-		err = c.reserveStock(ctx, run, tx, o.ID, msg.UUID)
-		if errors.Is(err, stock.ErrOutOfStock) {
-			fulfil = false
-			return c.compensate(ctx, run, tx, o.ID, err)
-		}
-		if err != nil {
-			return err
-		}
-		if outcome != effect.Applied {
-			return nil
-		}
-		if confirmation, err = messages.NewOrderConfirmed(o.ID); err != nil {
-			return err
-		}
-		return c.enqueueConfirmation(ctx, run, tx, confirmation)
-	})
+	o, fulfil, err := c.markPaid(ctx, run, p.OrderID, msg.UUID)
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_paid for unknown order %s: %w", p.OrderID, err)))
 	}
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 1, mark paid: %w", err))
 	}
-	if err := c.levers.Hit(FaultAfterMarkPaid); err != nil {
-		return c.record(ctx, run, err)
-	}
-	if err := c.publishIfOutboxOff(ctx, messages.TopicOrderConfirmed, confirmation); err != nil {
+	if err := c.faults.Hit(FaultAfterMarkPaid); err != nil {
 		return c.record(ctx, run, err)
 	}
 	if !fulfil {
 		return c.record(ctx, run, nil) // no commission for an order given back
 	}
 
-	releaseCtx, commission := run.begin(ctx, effect.Commission, effect.LedgerKey)
-	outcome, err := c.releaseCommissionIfPaid(releaseCtx, o, msg.UUID)
+	_, err = run.step(ctx, effect.Commission, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
+		return c.releaseCommissionIfPaid(ctx, o, msg.UUID)
+	})
 	if err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 2, release commission: %w", err))
 	}
-	commission.end(outcome)
-
-	return c.record(ctx, run, c.levers.Hit(FaultBeforeAck))
+	return c.record(ctx, run, c.faults.Hit(FaultBeforeAck))
 }
 
-// compensate records the refund of an order whose items are short (short,
-// the error that said so), in tx, as the guarded step "refund_requested"
-// of run.
+// markPaid is step 1 of HandleOrderPaid, one transaction: the state check,
+// then, for an order this message may fulfil, its stock and its
+// confirmation. The confirmation is written only by the delivery whose
+// state check applied: it exists exactly when the transition happened.
+// fulfil is false for a refunded order (terminal: a late payment event
+// applies nothing), one being refunded, and one compensated here because
+// its items are short (refund.Compensate: its one refund intent, with its
+// refund_requested message).
+func (c *Consumers) markPaid(ctx context.Context, run *execution, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
+	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
+		q := queries.New(tx)
+		paid, err := run.step(ctx, effect.Paid, effect.StateCheck, func(ctx context.Context) (outcome effect.Outcome, err error) {
+			outcome, o, err = c.guards.MarkPaid(ctx, q, orderID, messageID)
+			return outcome, err
+		})
+		if err != nil {
+			return err
+		}
+		if fulfil, err = fulfils(ctx, q, o); err != nil || !fulfil {
+			return err
+		}
+		_, err = run.step(ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
+			return c.guards.ReserveStock(ctx, tx, o.ID, messageID)
+		})
+		if errors.Is(err, stock.ErrOutOfStock) {
+			fulfil = false
+			return c.compensate(ctx, run, tx, o.ID, err)
+		}
+		if err != nil || paid != effect.Applied {
+			return err
+		}
+		return c.enqueueConfirmation(ctx, run, tx, o.ID)
+	})
+	return o, fulfil, err
+}
+
+// fulfils reports whether order o, just marked paid or found paid, is to
+// be fulfilled: not refunded, and no refund of it asked.
+func fulfils(ctx context.Context, q *queries.Queries, o queries.Order) (bool, error) {
+	if o.Status == order.StatusRefunded {
+		return false, nil
+	}
+	_, err := q.RefundRequestGet(ctx, o.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the refund of order %s: %w", o.ID, err)
+	}
+	return false, nil // being refunded: nothing to fulfil
+}
+
+// enqueueConfirmation writes order_confirmed for the order to the outbox, in
+// tx, the transition's transaction: the guarded step "confirmation_enqueued".
+func (c *Consumers) enqueueConfirmation(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID) error {
+	confirmation, err := messages.NewOrderConfirmed(orderID)
+	if err != nil {
+		return err
+	}
+	_, err = run.step(ctx, effect.ConfirmationEnqueued, effect.Outbox, func(ctx context.Context) (effect.Outcome, error) {
+		return effect.Applied, c.guards.Enqueue(ctx, tx, messages.TopicOrderConfirmed, confirmation)
+	})
+	return err
+}
+
+// compensate records, in tx, the refund of an order whose items are short
+// (short, the error that said so): the guarded step "refund_requested".
 func (c *Consumers) compensate(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID, short error) error {
-	ctx, requested := run.begin(ctx, effect.RefundRequested, effect.IntentRow)
-	outcome, err := refund.Compensate(ctx, tx, orderID)
+	_, err := run.step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
+		return refund.Compensate(ctx, tx, orderID)
+	})
 	if err != nil {
 		return fmt.Errorf("compensate order %s (%w): %w", orderID, short, err)
 	}
-	requested.end(outcome)
 	return nil
 }
 
@@ -142,11 +153,8 @@ func (c *Consumers) compensate(ctx context.Context, run *execution, tx pgx.Tx, o
 // paid and no refund of it was asked. MarkRefunded and the refund request
 // take the same lock, so a refund and this step never interleave: a refund
 // committed first leaves nothing to credit (NotApplicable), a commission
-// committed first is there for the refund to reverse. Without the lock, a
-// refund could look for the commission to reverse, find none, and commit
-// just before this step credits it: a commission for a refunded order, and
-// nothing left to reverse it. The refund intent is read after the lock, in
-// a statement of its own (RefundRequestExists): one that committed while
+// committed first is there for the refund to reverse. The refund intent is
+// read after the lock, in a statement of its own: one that committed while
 // the lock was awaited is not in the snapshot of the statement that waited.
 func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
 	var outcome effect.Outcome
@@ -164,7 +172,7 @@ func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order
 			outcome = effect.NotApplicable
 			return nil
 		}
-		outcome, err = c.releaseCommission(ctx, q, o, messageID)
+		outcome, err = c.guards.ReleaseCommission(ctx, q, o, messageID)
 		return err
 	})
 	return outcome, err

@@ -18,7 +18,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
-	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultAfterGatewayRefund fires in HandleRefundRequested after the gateway
@@ -32,14 +31,12 @@ const FaultAfterGatewayRefund = "refund_requested.after_gateway_refund"
 // however often the event is delivered, and whether it arrives before or
 // after the order's payment.succeeded.
 func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
-	ctx := msg.Context()
-	run := c.newExecution(HandlerOrderRefunded, msg.UUID)
+	ctx, run := c.start(msg, HandlerOrderRefunded)
 	p, err := messages.DecodeOrderRefunded(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
-	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
+	ctx = run.forOrder(ctx, p.OrderID)
 	err = c.applyRefund(ctx, run, p.OrderID, msg.UUID)
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_refunded for unknown order %s: %w", p.OrderID, err)))
@@ -65,14 +62,12 @@ func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
 // a 5xx: transient, retried with the same key; any other 4xx: the gateway
 // refuses for good, the message goes to the poison queue.
 func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
-	ctx := msg.Context()
-	run := c.newExecution(HandlerRefundRequested, msg.UUID)
+	ctx, run := c.start(msg, HandlerRefundRequested)
 	p, err := messages.DecodeRefundRequested(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
-	ctx = telemetry.WithOrderID(ctx, p.OrderID.String())
+	ctx = run.forOrder(ctx, p.OrderID)
 
 	o, err := order.Get(ctx, c.q, p.OrderID)
 	if err != nil {
@@ -110,7 +105,7 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 	if err != nil {
 		return fmt.Errorf("refund order %s: %w", o.ID, err) // no answer: the same key again later
 	}
-	if err := c.levers.Hit(FaultAfterGatewayRefund); err != nil {
+	if err := c.faults.Hit(FaultAfterGatewayRefund); err != nil {
 		return err
 	}
 	var body struct {
@@ -139,7 +134,7 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 }
 
 // applyRefund applies an order's refund, in one transaction, each effect
-// under its own guard (levers.go):
+// under its own guard:
 //
 //   - the order moves to refunded (the state check of order.MarkRefunded:
 //     pending or paid -> refunded, once; refunded is terminal);
@@ -150,42 +145,42 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 //   - when this call moved the order, the customer's notice is written to
 //     the outbox (refund_confirmed, one per order).
 //
-// The three are tried on every delivery, as the order_paid steps are: each
-// guard answers for itself, so a guard switched off shows its own damage.
+// The three are tried on every delivery: each guard answers for itself.
 // The order's row lock, taken by MarkRefunded, serialises this with the
-// commission of order_paid (releaseCommissionIfPaid): whichever commits
-// second sees the first.
+// commission of order_paid (releaseCommissionIfPaid).
 func (c *Consumers) applyRefund(ctx context.Context, run *execution, orderID uuid.UUID, messageID string) error {
-	var notice *message.Message
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		refundedCtx, refunded := run.begin(ctx, effect.Refunded, effect.StateCheck)
-		outcome, err := c.markRefunded(refundedCtx, q, orderID, messageID)
+		refunded, err := run.step(ctx, effect.Refunded, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
+			outcome, _, err := c.guards.MarkRefunded(ctx, q, orderID, messageID)
+			return outcome, err
+		})
 		if err != nil {
 			return err
 		}
-		refunded.end(outcome)
-		if err := c.releaseStock(ctx, run, tx, orderID, messageID); err != nil {
+		if _, err := run.step(ctx, effect.StockReleased, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
+			return c.guards.ReleaseStock(ctx, tx, orderID, messageID)
+		}); err != nil {
 			return err
 		}
-		reversedCtx, reversed := run.begin(ctx, effect.CommissionReversed, effect.LedgerKey)
-		reversal, err := c.reverseCommission(reversedCtx, q, orderID, messageID)
-		if err != nil {
+		if _, err := run.step(ctx, effect.CommissionReversed, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
+			return c.guards.ReverseCommission(ctx, q, orderID, messageID)
+		}); err != nil {
 			return err
 		}
-		reversed.end(reversal)
-		if outcome != effect.Applied {
+		if refunded != effect.Applied {
 			return nil
 		}
-		if notice, err = messages.NewRefundConfirmed(orderID); err != nil {
+		notice, err := messages.NewRefundConfirmed(orderID)
+		if err != nil {
 			return err
 		}
-		return c.enqueue(ctx, tx, messages.TopicRefundConfirmed, notice)
+		return c.guards.Enqueue(ctx, tx, messages.TopicRefundConfirmed, notice)
 	})
 	if err != nil {
 		return fmt.Errorf("apply the refund of order %s: %w", orderID, err)
 	}
-	return c.publishIfOutboxOff(ctx, messages.TopicRefundConfirmed, notice)
+	return nil
 }
 
 func truncate(b []byte, n int) string {

@@ -21,9 +21,10 @@ const (
 // Technique names the protection that answered, as traced and counted.
 type Technique string
 
-// Techniques, one per guarded step that reports an answer; the README's
-// effect table says which effect each protects. The per-order charge claim
-// has none of its own: Pay reports its one step, charge, as IdempotencyKey.
+// Techniques, one per guard; the table of guards (guards.go) says which
+// effect each protects. Pay reports its one traced step, charge, as
+// IdempotencyKey: the per-order charge claim and the charge record answer
+// inside it, and are named here for the table.
 const (
 	StateCheck     Technique = "state_check"
 	LedgerKey      Technique = "unique_ledger_key"
@@ -36,6 +37,11 @@ const (
 	// IntentRow: one row per business intent under its primary key (the
 	// order's refund, refund_requests), written with the message it causes.
 	IntentRow Technique = "intent_row"
+	// ChargeClaim: one charge per order, whatever the Idempotency-Key.
+	ChargeClaim Technique = "charge_claim"
+	// ChargeRecord: the charge the provider's signed event names, recorded
+	// on the order's payment intent.
+	ChargeRecord Technique = "charge_record"
 )
 
 // Result is one protected step of a handler run: which effect, which guard,

@@ -11,7 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // Lab is what the lab page (GET /lab) reads and acts through. cmd/orderpaid
@@ -20,7 +21,7 @@ import (
 // should let anyone reaching it do. The page is a view, not a second
 // implementation: every control calls what the command line calls (the
 // API's own endpoints, the fakes' control endpoints, the reprocess tool,
-// the levers' switch set), and each answer names that command.
+// the process's switch set), and each answer names that command.
 type Lab struct {
 	// Process names the command that serves the page ("all", "api") and
 	// Broker the broker it runs on, both shown on the page.
@@ -29,15 +30,16 @@ type Lab struct {
 	FakesURL string
 	// HTTPClient calls them; nil: a client with a 10s timeout.
 	HTTPClient *http.Client
-	// Levers are the process's. When they carry a switch set
-	// (levers.Levers.WithSwitches), the page switches guards in it;
-	// otherwise GuardsNote says why it cannot.
-	Levers     levers.Levers
+	// Switches are the process's guards switched off. When they are live
+	// (switches.Set.Live), the page switches guards in them; otherwise
+	// GuardsNote says why it cannot.
+	Switches   *switches.Set
 	GuardsNote string
-	// FaultPoints are the points the page may arm, in error mode, in the
-	// fault set the Levers carry (levers.Levers.Faults): a failure between
-	// two effects, as a crash there leaves it, without ending the process
-	// that serves the page. Empty, or no fault set: the page cannot.
+	// Faults are the process's fault points, and FaultPoints the ones the
+	// page may arm in it, in error mode: a failure between two effects, as
+	// a crash there leaves it, without ending the process that serves the
+	// page. Empty, or no fault set: the page cannot.
+	Faults      *fault.Set
 	FaultPoints []string
 	// Replay runs `orderpaid reprocess` (internal/ops/reprocess, which the
 	// API may not import) for one target, writing its plan and progress to

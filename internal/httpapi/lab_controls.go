@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // labDone is the answer of every lab control: what it did, and the command
@@ -156,17 +155,17 @@ func (s *server) handleLabGuard(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	sw := s.Lab.Levers.Switches()
-	if sw == nil {
+	sw := s.Lab.Switches
+	if !sw.CanSwitch() {
 		s.labProblem(w, r, labError{http.StatusConflict, "Guards cannot be switched here", s.Lab.GuardsNote})
 		return
 	}
-	if !req.Off && strings.Contains(","+s.Lab.Levers.GuardsOff()+",", ","+name+",") {
+	if !req.Off && strings.Contains(","+sw.Fixed()+",", ","+name+",") {
 		s.labProblem(w, r, labError{http.StatusConflict, "Switched off from the start",
 			"--without " + name + " switched it off when the process started: restart without it"})
 		return
 	}
-	if err := sw.Set(name, req.Off); err != nil {
+	if err := sw.Switch(name, req.Off); err != nil {
 		s.problem(w, r, badRequest{err.Error()})
 		return
 	}
@@ -176,17 +175,6 @@ func (s *server) handleLabGuard(w http.ResponseWriter, r *http.Request) {
 		s.Logger.InfoContext(r.Context(), "guard switched back on from the lab page", "guard", name)
 	}
 	body, _ := json.Marshal(req)
-	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(offNow(s.Lab.Levers), ", "),
+	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(sw.OffNow(), ", "),
 		CLI: curlLine(http.MethodPost, "$API_URL", "/lab/guards/"+name, body) + "   (or restart: orderpaid all --without " + name + ")"})
-}
-
-// offNow lists the guards off in lv now, whichever way they were switched.
-func offNow(lv levers.Levers) []string {
-	var off []string
-	for _, name := range levers.GuardNames() {
-		if lv.Off(levers.Guard(name)) {
-			off = append(off, name)
-		}
-	}
-	return off
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // maxLabFaultTimes bounds how many hits one arming of a fault point fires.
@@ -32,7 +32,7 @@ func (s *server) handleLabFault(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	faults := s.Lab.Levers.Faults()
+	faults := s.Lab.Faults
 	if faults == nil || len(s.Lab.FaultPoints) == 0 {
 		s.labProblem(w, r, labError{http.StatusConflict, "No fault points here",
 			"the page arms fault points only where it shares a process with the worker (`orderpaid all`); " +
@@ -48,7 +48,7 @@ func (s *server) handleLabFault(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, badRequest{fmt.Sprintf("field \"times\" must be 1 to %d, got %d", maxLabFaultTimes, req.Times)})
 		return
 	}
-	faults.Arm(point, levers.Fail, req.Times)
+	faults.Arm(point, fault.Fail, req.Times)
 	s.Logger.WarnContext(r.Context(), "fault point armed from the lab page", "point", point, "times", req.Times)
 	body, _ := json.Marshal(req)
 	writeJSON(w, http.StatusOK, labDone{OK: true,

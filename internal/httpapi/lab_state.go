@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -58,18 +58,18 @@ var labProviders = []string{"gateway", "notifications"}
 
 func (s *server) handleLabState(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	lv := s.Lab.Levers
+	sw := s.Lab.Switches
 	st := labState{
 		Process: s.Lab.Process, Broker: s.Lab.Broker, FakesURL: s.Lab.FakesURL,
-		Switchable: lv.Switches() != nil, GuardsNote: s.Lab.GuardsNote,
+		Switchable: sw.CanSwitch(), GuardsNote: s.Lab.GuardsNote,
 		Providers: map[string]json.RawMessage{}, FaultPoints: []string{},
 	}
-	if lv.Faults() != nil {
+	if s.Lab.Faults != nil {
 		st.FaultPoints = append(st.FaultPoints, s.Lab.FaultPoints...)
 	}
-	fixed := strings.Split(lv.GuardsOff(), ",")
-	for _, name := range levers.GuardNames() {
-		st.Guards = append(st.Guards, labGuard{Name: name, Off: lv.Off(levers.Guard(name)), Fixed: slices.Contains(fixed, name)})
+	fixed := strings.Split(sw.Fixed(), ",")
+	for _, name := range switches.Names() {
+		st.Guards = append(st.Guards, labGuard{Name: name, Off: sw.Off(name), Fixed: slices.Contains(fixed, name)})
 	}
 	var err error
 	if st.Orders, err = s.q.LabRecentOrders(ctx, labMaxOrders); err != nil {

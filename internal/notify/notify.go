@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // ErrRejected means the provider refused the request for good: a 4xx other
@@ -103,9 +101,6 @@ func WaitRetryAfter(ctx context.Context, err error) {
 type Client struct {
 	baseURL string
 	http    *http.Client
-	// levers may switch the provider key off (levers.ProviderKey); the zero
-	// value is production.
-	levers levers.Levers
 }
 
 // NewClient returns a client for the provider at baseURL. A nil hc gets a
@@ -117,15 +112,14 @@ func NewClient(baseURL string, hc *http.Client) *Client {
 	return &Client{baseURL: baseURL, http: hc}
 }
 
-// WithLevers returns a copy that obeys the lab's levers lv: with
-// levers.ProviderKey off it sends a fresh key per call instead of the one it
-// is given, the mistake the scenario "--without provider-key" demonstrates.
-// Without WithLevers, or with levers.None(), every guard is on.
-func (c *Client) WithLevers(lv levers.Levers) *Client {
-	cp := *c
-	cp.levers = lv
-	return &cp
-}
+// MessageKey is the provider's Idempotency-Key for a message: the message
+// id itself. Every delivery and every retry of one message carries the same
+// key, so the provider sends its e-mail once however often it is asked.
+func MessageKey(messageID string) string { return messageID }
+
+// FreshKey is the mistake MessageKey prevents: a fresh key per call, which
+// protects nothing, since the provider sees every retry as a new e-mail.
+func FreshKey(string) string { return uuid.NewString() }
 
 // Sent is the provider's answer.
 type Sent struct {
@@ -170,11 +164,7 @@ func (c *Client) Send(ctx context.Context, idempotencyKey string, orderID uuid.U
 		return Sent{}, fmt.Errorf("build notification request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	key := idempotencyKey
-	if c.levers.Off(levers.ProviderKey) {
-		key = uuid.NewString() // the mistake: a fresh key per call protects nothing
-	}
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Idempotency-Key", idempotencyKey)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return Sent{}, fmt.Errorf("call notification provider: %w", err)
@@ -194,5 +184,5 @@ func (c *Client) Send(ctx context.Context, idempotencyKey string, orderID uuid.U
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return Sent{}, fmt.Errorf("decode notification provider answer: %w", err)
 	}
-	return Sent{ID: out.ID, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Key: key}, nil
+	return Sent{ID: out.ID, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Key: idempotencyKey}, nil
 }

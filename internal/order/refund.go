@@ -54,19 +54,19 @@ func MarkRefunded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, me
 // scenarios "--without state-check": an unconditional UPDATE that
 // "refunds" the order on every execution, and records a transition each
 // time, whatever the order's state.
-func MarkRefundedUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
+func MarkRefundedUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, string, error) {
 	from, err := q.OrderMarkRefundedUnconditional(ctx, orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return "", "", ErrNotFound
 	}
 	if err != nil {
-		return "", fmt.Errorf("mark order %s refunded: %w", orderID, err)
+		return "", "", fmt.Errorf("mark order %s refunded: %w", orderID, err)
 	}
 	err = q.OrderTransitionInsert(ctx, queries.OrderTransitionInsertParams{
 		OrderID: orderID, FromStatus: from, ToStatus: StatusRefunded, MessageID: messageID,
 	})
 	if err != nil {
-		return "", fmt.Errorf("record the refund of order %s: %w", orderID, err)
+		return "", "", fmt.Errorf("record the refund of order %s: %w", orderID, err)
 	}
-	return effect.Applied, nil
+	return effect.Applied, from, nil
 }

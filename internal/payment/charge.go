@@ -61,7 +61,7 @@ func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claime
 		return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
 	}
 	if n == 1 {
-		c.attempt = 1
+		c.holdAttempt(1)
 		return nil
 	}
 	ch, err := q.OrderChargeGet(ctx, c.order.ID)
@@ -91,7 +91,7 @@ func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, 
 	if won == 0 {
 		return orderInFlight(s.cfg.LockTimeout)
 	}
-	c.attempt = ch.Attempt
+	c.holdAttempt(ch.Attempt)
 	return nil
 }
 
@@ -106,6 +106,12 @@ func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claime
 	if won == 0 {
 		return orderInFlight(s.cfg.LockTimeout)
 	}
-	c.attempt = ch.Attempt + 1
+	c.holdAttempt(ch.Attempt + 1)
 	return nil
+}
+
+// holdAttempt makes attempt of the order's charge this request's: the
+// gateway gets the order's key for it (ChargeKey).
+func (c *claimed) holdAttempt(attempt int32) {
+	c.attempt, c.gatewayKey = attempt, ChargeKey(c.order.ID, attempt)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -20,20 +19,11 @@ type claimed struct {
 	order       queries.Order
 	scope, key  string
 	fingerprint string
-	attempt     int32     // the order's charge attempt this request holds (charge.go); 0 without that guard
+	attempt     int32     // the order's charge attempt this request holds (charge.go)
+	gatewayKey  string    // the Idempotency-Key this request sends to the gateway
 	lockedUntil time.Time // the lock this request holds, on its key and on the order's charge alike
 	done        bool
 	resp        Response
-}
-
-// gatewayKey is the Idempotency-Key this request sends to the gateway: the
-// order's charge attempt (ChargeKey), or, with the per-order guard switched
-// off, this request's own key (GatewayKey).
-func (c *claimed) gatewayKey() string {
-	if c.attempt == 0 {
-		return GatewayKey(c.scope, c.key)
-	}
-	return ChargeKey(c.order.ID, c.attempt)
 }
 
 // claim is phase 1, one transaction: load the order, claim the key, then
@@ -69,7 +59,7 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 				return err
 			}
 		}
-		return s.claimOrderCharge(ctx, q, &c)
+		return s.guards.ClaimCharge(s, ctx, q, &c)
 	})
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim idempotency key for order %s: %w", req.OrderID, err)
@@ -132,13 +122,10 @@ func (s *Service) recoverKey(ctx context.Context, q *queries.Queries, c *claimed
 	return nil
 }
 
-// claimOrderCharge claims the order's charge for this request (charge.go), or,
-// with that guard switched off (levers.ChargeClaim), lets every key charge,
-// under a gateway key of its own (GatewayKey): the mistake of trusting the
-// Idempotency-Key alone.
-func (s *Service) claimOrderCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
-	if s.levers.Off(levers.ChargeClaim) {
-		return nil
-	}
-	return s.claimCharge(ctx, q, c)
+// NoChargeClaim is the mistake claimCharge prevents, trusting the
+// Idempotency-Key alone: no per-order claim, and a gateway key derived from
+// this request's key (GatewayKey), so every new key charges the order again.
+func NoChargeClaim(_ *Service, _ context.Context, _ *queries.Queries, c *claimed) error {
+	c.gatewayKey = GatewayKey(c.scope, c.key)
+	return nil
 }

@@ -73,15 +73,15 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 	out := resp
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey(), answer); err != nil {
+		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey, answer); err != nil {
 			return err
 		}
-		if c.attempt > 0 {
-			if _, err := q.OrderChargeSettle(ctx, queries.OrderChargeSettleParams{
-				OrderID: c.order.ID, Attempt: c.attempt, State: state, ChargeID: answeredChargeID(answer),
-			}); err != nil {
-				return fmt.Errorf("settle the charge: %w", err)
-			}
+		// Without a claimed attempt (attempt 0: NoChargeClaim) this
+		// matches no row.
+		if _, err := q.OrderChargeSettle(ctx, queries.OrderChargeSettleParams{
+			OrderID: c.order.ID, Attempt: c.attempt, State: state, ChargeID: answeredChargeID(answer),
+		}); err != nil {
+			return fmt.Errorf("settle the charge: %w", err)
 		}
 		n, err := q.IdempotencyKeyComplete(ctx, completeParams(&c, resp))
 		if err != nil || n == 1 {
@@ -111,15 +111,13 @@ func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, 
 	err := fmt.Errorf("%w: %w", ErrGatewayUnavailable, cause)
 	relErr := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey(), answer); err != nil {
+		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey, answer); err != nil {
 			return err
 		}
-		if c.attempt > 0 {
-			if err := q.OrderChargeRelease(ctx, queries.OrderChargeReleaseParams{
-				OrderID: c.order.ID, Attempt: c.attempt, HolderScope: c.scope, HolderKey: c.key,
-			}); err != nil {
-				return fmt.Errorf("release the charge: %w", err)
-			}
+		if err := q.OrderChargeRelease(ctx, queries.OrderChargeReleaseParams{
+			OrderID: c.order.ID, Attempt: c.attempt, HolderScope: c.scope, HolderKey: c.key,
+		}); err != nil {
+			return fmt.Errorf("release the charge: %w", err)
 		}
 		return q.IdempotencyKeyRelease(ctx, queries.IdempotencyKeyReleaseParams{Scope: c.scope, Key: c.key})
 	})

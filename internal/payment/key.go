@@ -42,7 +42,7 @@ func ChargeKey(orderID uuid.UUID, attempt int32) string {
 }
 
 // GatewayKey is the Idempotency-Key a request would send to the payment
-// gateway with the per-order guard switched off (levers.ChargeClaim):
+// gateway with the per-order guard switched off (--without charge-claim, NoChargeClaim):
 // the client's key within scope (the customer), "<scope>:<key>".
 //
 // What it protects, alone: the charge, across our own crash. If this process dies

@@ -10,13 +10,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultBeforeGatewayCall fires after phase 1 committed the key's lock and
 // before the gateway is called. Armed in Fail mode it makes Pay return
-// levers.ErrInjected without releasing the key: what a crash at that
+// fault.ErrInjected without releasing the key: what a crash at that
 // moment leaves behind, a key locked until its lock expires.
 const FaultBeforeGatewayCall = "payment.before_gateway_call"
 
@@ -24,7 +25,7 @@ const FaultBeforeGatewayCall = "payment.before_gateway_call"
 // answer is stored. Armed in Crash mode it kills the api between the
 // gateway's answer and the record of it: the charge is made, the service
 // holds no answer, and the provider's payment.succeeded is left to record it
-// (webhook.RecordCharge). Armed in Fail mode, Pay returns levers.ErrInjected
+// (webhook.RecordCharge). Armed in Fail mode, Pay returns fault.ErrInjected
 // leaving the key and the order's charge locked, as that crash would.
 const FaultAfterGatewayCall = "payment.after_gateway_call"
 
@@ -57,26 +58,48 @@ type Service struct {
 	pool *pgxpool.Pool
 	gw   *GatewayClient
 	cfg  Config
-	// levers may switch the Idempotency-Key or the per-order charge claim
-	// off and arm FaultBeforeGatewayCall and FaultAfterGatewayCall; the zero
-	// value is production.
-	levers levers.Levers
+	// guards are Pay's guarded steps (Guarded, unless the lab wired a
+	// mistake in one's place).
+	guards Guards
+	// faults arms FaultBeforeGatewayCall and FaultAfterGatewayCall; nil in
+	// production.
+	faults *fault.Set
+}
+
+// Guards are Pay's guarded steps, one field per guard; Guarded holds the
+// guards. The lab (internal/lab/switches) wires a mistake in a field's
+// place; Pay calls the field, never a branch.
+type Guards struct {
+	// Pay is the Idempotency-Key: payUnderKey (mistake: PayWithoutKey).
+	Pay func(s *Service, ctx context.Context, req Request) (Response, error)
+	// ClaimCharge is one charge per order, whatever the key: claimCharge
+	// (mistake: NoChargeClaim).
+	ClaimCharge func(s *Service, ctx context.Context, q *queries.Queries, c *claimed) error
+}
+
+// Guarded returns Pay's guards: production's steps.
+func Guarded() Guards {
+	return Guards{Pay: (*Service).payUnderKey, ClaimCharge: (*Service).claimCharge}
 }
 
 // NewService returns a Service storing keys through pool and charging through
 // gw.
 func NewService(pool *pgxpool.Pool, gw *GatewayClient, cfg Config) *Service {
-	return &Service{pool: pool, gw: gw, cfg: cfg.withDefaults()}
+	return &Service{pool: pool, gw: gw, cfg: cfg.withDefaults(), guards: Guarded()}
 }
 
-// WithLevers returns a copy that obeys the lab's levers lv: with
-// levers.IdempotencyKey off it charges without the key store (payUnguarded,
-// every retry charges), with levers.ChargeClaim off it lets every new key
-// charge the order (claimOrderCharge), and it hits FaultBeforeGatewayCall.
-// Without WithLevers, or with levers.None(), every guard is on.
-func (s *Service) WithLevers(lv levers.Levers) *Service {
+// WithGuards returns a copy of s whose Pay calls g's steps: the lab's
+// wiring of a mistake (internal/lab/switches).
+func (s *Service) WithGuards(g Guards) *Service {
 	c := *s
-	c.levers = lv
+	c.guards = g
+	return &c
+}
+
+// WithFaults returns a copy of s whose fault points fire as f arms them.
+func (s *Service) WithFaults(f *fault.Set) *Service {
+	c := *s
+	c.faults = f
 	return &c
 }
 
@@ -114,7 +137,7 @@ type Response struct {
 func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
 	ctx = telemetry.WithOrderID(ctx, req.OrderID.String())
 	ctx, step := telemetry.StartStep(ctx, nil, effect.Charge, effect.IdempotencyKey)
-	resp, err := s.pay(ctx, req)
+	resp, err := s.guards.Pay(s, ctx, req)
 	switch {
 	case err != nil:
 		step.Fail(err)
@@ -126,10 +149,8 @@ func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
 	return resp, err
 }
 
-func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
-	if s.levers.Off(levers.IdempotencyKey) {
-		return s.payUnguarded(ctx, req)
-	}
+// payUnderKey is Pay under the Idempotency-Key: its three phases.
+func (s *Service) payUnderKey(ctx context.Context, req Request) (Response, error) {
 	if err := CheckKey(req.Key); err != nil {
 		return Response{}, err
 	}
@@ -144,16 +165,16 @@ func (s *Service) pay(ctx context.Context, req Request) (Response, error) {
 	if c.done {
 		return c.resp, nil
 	}
-	if err := s.levers.Hit(FaultBeforeGatewayCall); err != nil {
+	if err := s.faults.Hit(FaultBeforeGatewayCall); err != nil {
 		// A crash here: the key stays locked until LockTimeout.
 		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
 	}
-	answer, callErr := s.gw.Charge(ctx, c.gatewayKey(), ChargeRequest{
+	answer, callErr := s.gw.Charge(ctx, c.gatewayKey, ChargeRequest{
 		OrderID:     c.order.ID.String(),
 		AmountCents: c.order.AmountCents,
 		Currency:    c.order.Currency,
 	})
-	if err := s.levers.Hit(FaultAfterGatewayCall); err != nil {
+	if err := s.faults.Hit(FaultAfterGatewayCall); err != nil {
 		// A crash here: the money moved and no answer is stored.
 		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// payUnguarded is the mistake the Idempotency-Key prevents, kept for the
-// scenario "--without idempotency-key" (levers.IdempotencyKey): no key store
-// and a fresh gateway key per request, so a client that retries after a
-// timeout is charged again.
-func (s *Service) payUnguarded(ctx context.Context, req Request) (Response, error) {
+// PayWithoutKey is the mistake the Idempotency-Key prevents (payUnderKey),
+// which the lab wires in its place (--without idempotency-key): no key
+// store and a fresh gateway key per request, so a client that retries after
+// a timeout is charged again.
+func PayWithoutKey(s *Service, ctx context.Context, req Request) (Response, error) {
 	if _, err := DecodeBody(req.Body); err != nil {
 		return Response{}, err
 	}

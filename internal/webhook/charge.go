@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -41,11 +40,3 @@ func RecordCharge(ctx context.Context, q *queries.Queries, ev Event) error {
 // charge id is parsed and dropped, so the service knows a charge only from
 // the api's answer, and a charge whose answer was lost cannot be refunded.
 func RecordChargeUnguarded(context.Context, *queries.Queries, Event) error { return nil }
-
-// chargeRecorder is RecordCharge, or its mistake with levers.ChargeRecord off.
-func (in *Ingestor) chargeRecorder() func(context.Context, *queries.Queries, Event) error {
-	if in.levers.Off(levers.ChargeRecord) {
-		return RecordChargeUnguarded
-	}
-	return RecordCharge
-}

@@ -18,7 +18,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -44,25 +43,36 @@ type Ingestor struct {
 	secret    []byte
 	tolerance time.Duration
 	now       func() time.Time
-	// levers may switch the inbox off (levers.WebhookInbox); the zero value
-	// is production.
-	levers levers.Levers
+	// guards are accept's guarded steps (Guarded, unless the lab wired a
+	// mistake in one's place).
+	guards Guards
 	// metrics counts signature failures and the inbox's answers (nil: not counted).
 	metrics *telemetry.Metrics
 }
 
 // NewIngestor returns an Ingestor checking signatures with secret.
 func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
-	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now}
+	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now, guards: Guarded()}
 }
 
-// WithLevers returns a copy that obeys the lab's levers lv: with
-// levers.WebhookInbox off it skips the webhook inbox, the mistake the
-// scenario "--without webhook-inbox" demonstrates (see accept). Without
-// WithLevers, or with levers.None(), every guard is on.
-func (in *Ingestor) WithLevers(lv levers.Levers) *Ingestor {
+// Guards are accept's guarded steps, one field per guard; Guarded holds the
+// guards. The lab (internal/lab/switches) wires a mistake in a field's
+// place; accept calls the field, never a branch.
+type Guards struct {
+	// RecordEvent is the webhook inbox (mistake: RecordEventUnguarded).
+	RecordEvent func(ctx context.Context, q *queries.Queries, ev Event) (effect.Outcome, error)
+	// RecordCharge is the charge record (mistake: RecordChargeUnguarded).
+	RecordCharge func(ctx context.Context, q *queries.Queries, ev Event) error
+}
+
+// Guarded returns accept's guards: production's steps.
+func Guarded() Guards { return Guards{RecordEvent: RecordEvent, RecordCharge: RecordCharge} }
+
+// WithGuards returns a copy whose accept calls g's steps: the lab's wiring
+// of a mistake (internal/lab/switches).
+func (in *Ingestor) WithGuards(g Guards) *Ingestor {
 	c := *in
-	c.levers = lv
+	c.guards = g
 	return &c
 }
 
@@ -142,20 +152,12 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	outcome := effect.Applied
 	ctx, step := telemetry.StartStep(ctx, in.metrics, effect.PaymentEventAccepted, effect.WebhookInbox)
 	err := postgres.InTx(ctx, in.pool, func(tx pgx.Tx) error {
-		if !in.levers.Off(levers.WebhookInbox) { // off: every delivery enqueues, the mistake
-			n, err := queries.New(tx).WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{
-				EventID: ev.ID, EventType: ev.Type,
-				OrderID: uuid.NullUUID{UUID: ev.Data.OrderID, Valid: true},
-			})
-			if err != nil {
-				return fmt.Errorf("record event %s in the inbox: %w", ev.ID, err)
-			}
-			if n == 0 {
-				outcome = effect.AlreadyApplied
-				return nil
-			}
+		q := queries.New(tx)
+		var err error
+		if outcome, err = in.guards.RecordEvent(ctx, q, ev); err != nil || outcome != effect.Applied {
+			return err
 		}
-		if err := in.chargeRecorder()(ctx, queries.New(tx), ev); err != nil {
+		if err := in.guards.RecordCharge(ctx, q, ev); err != nil {
 			return err
 		}
 		topic, msg, err := message(ev)
@@ -171,6 +173,29 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	}
 	step.End(outcome)
 	return outcome, nil
+}
+
+// RecordEvent records the event in the webhook inbox, keyed by the
+// provider's event id: Applied the first time, AlreadyApplied for every
+// later delivery of it, which then enqueues nothing.
+func RecordEvent(ctx context.Context, q *queries.Queries, ev Event) (effect.Outcome, error) {
+	n, err := q.WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{
+		EventID: ev.ID, EventType: ev.Type,
+		OrderID: uuid.NullUUID{UUID: ev.Data.OrderID, Valid: true},
+	})
+	if err != nil {
+		return "", fmt.Errorf("record event %s in the inbox: %w", ev.ID, err)
+	}
+	if n == 0 {
+		return effect.AlreadyApplied, nil
+	}
+	return effect.Applied, nil
+}
+
+// RecordEventUnguarded is the mistake RecordEvent prevents: no inbox, so
+// every delivery of an event enqueues its message again.
+func RecordEventUnguarded(context.Context, *queries.Queries, Event) (effect.Outcome, error) {
+	return effect.Applied, nil
 }
 
 // message is the message an event causes, and its topic.

@@ -155,22 +155,11 @@ func (r Report) Targets() []Target {
 			out = append(out, Target{fmt.Sprintf("%s backfill in batch mode <= 5 minutes", shortCount(b.Orders)), b.Elapsed.Round(time.Second).String(), b.Elapsed <= 5*time.Minute})
 		}
 	}
-	// In batch mode the guards-off run keeps the provider key (suite.go):
-	// every other mistake has its set form (internal/consumer/batch_levers.go).
-	var batchOn, batchOff *Result
+	var batchOn *Result
 	for i := range r.Runs {
-		n := r.Runs[i].Name
-		switch {
-		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on"):
+		if n := r.Runs[i].Name; strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards on") {
 			batchOn = &r.Runs[i]
-		case strings.HasPrefix(n, "batch ") && strings.HasSuffix(n, "guards off"):
-			batchOff = &r.Runs[i]
 		}
-	}
-	if batchOn != nil && batchOff != nil {
-		on, off := batchOn.Throughput(), batchOff.Throughput()
-		out = append(out, Target{fmt.Sprintf("%s >= 0.9 x guards off", batchOn.Name),
-			fmt.Sprintf("%.2f x (%.0f vs %.0f/s; the provider key stays on)", on/off, on, off), on/off >= 0.9})
 	}
 	if batchOn != nil {
 		want := batchTarget(r.Broker)

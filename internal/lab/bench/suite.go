@@ -7,11 +7,10 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -83,7 +82,7 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 		}
 		specs := []Spec{{Name: "guards on" + suffix}}
 		if plan.GuardsOff {
-			specs = append(specs, Spec{Name: "guards off" + suffix, Without: strings.Join(levers.GuardNames(), ",")})
+			specs = append(specs, Spec{Name: "guards off" + suffix, Without: strings.Join(switches.Names(), ",")})
 		}
 		for _, spec := range specs {
 			r, err := RunOne(ctx, cfg, spec)
@@ -105,14 +104,9 @@ func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 			return rep, err
 		}
 		rep.Runs = append(rep.Runs, r)
-		if plan.GuardsOff {
-			// Every guard off but the provider key: its mistake has no
-			// honest set form (the batch records its calls' answers after
-			// all of them), so with it off order_confirmed takes the
-			// per-message path, and the run would compare two modes.
-			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, guards off", plan.BatchSize), BatchSize: plan.BatchSize,
-				Without: strings.Join(slices.DeleteFunc(levers.GuardNames(), func(g string) bool { return g == string(levers.ProviderKey) }), ",")})
-		}
+		// No guards-off run in batch mode: with a guard off, batch mode
+		// runs one message at a time (internal/lab/switches), so it would
+		// measure the per-message path again.
 		if plan.HalfLoad {
 			specs = append(specs, Spec{Name: fmt.Sprintf("batch %d, half load", plan.BatchSize), BatchSize: plan.BatchSize,
 				Rate: r.Throughput() / 2})

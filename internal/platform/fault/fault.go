@@ -1,4 +1,11 @@
-package levers
+// Package fault holds the fault points: named places between two steps of
+// the flow (consumer.FaultAfterMarkPaid, payment.FaultBeforeGatewayCall)
+// where a test, a scenario or the lab page makes the step fail or the
+// process crash on demand, to reproduce a partial failure. A story part
+// takes a *Set (WithFaults) and calls Hit between its steps; the nil *Set,
+// production's, fires nothing. Only a process started in workshop mode
+// accepts --faults (cmd/orderpaid).
+package fault
 
 import (
 	"errors"
@@ -23,12 +30,9 @@ const (
 	Crash Mode = "crash"
 )
 
-// FaultSet holds the armed fault points. A fault point is a named place in
-// the code (consumer.FaultAfterMarkPaid, payment.FaultBeforeGatewayCall)
-// where a test or a scenario can reproduce a partial failure (a crash
-// between two effects, a timeout after a commit) on demand; the code hits
-// them through Levers.Hit. A nil FaultSet is inert: every hit is a no-op.
-type FaultSet struct {
+// Set holds the armed fault points. A nil Set is inert: every hit is a
+// no-op.
+type Set struct {
 	mu    sync.Mutex
 	armed map[string]arming
 	crash func()
@@ -39,13 +43,13 @@ type arming struct {
 	times int // remaining hits; < 0 means every hit
 }
 
-// NewFaultSet returns an empty FaultSet. crash is called by points armed in
+// New returns an empty Set. crash is called by points armed in
 // Crash mode.
-func NewFaultSet(crash func()) *FaultSet {
-	return &FaultSet{armed: map[string]arming{}, crash: crash}
+func New(crash func()) *Set {
+	return &Set{armed: map[string]arming{}, crash: crash}
 }
 
-// ParseFaults arms points from a spec such as
+// Parse arms points from a spec such as
 // "order_paid.after_mark_paid=error:1,order_confirmed.after_provider_call=crash",
 // as --faults gives it. The count after the colon is how many hits fire
 // (default: every hit).
@@ -55,8 +59,8 @@ func NewFaultSet(crash func()) *FaultSet {
 // on the fault would pass without it ever firing. Each point is declared
 // beside the code that hits it, in packages this one must not import, so
 // the caller gathers the list (faultPoints in cmd/orderpaid).
-func ParseFaults(spec string, known []string, crash func()) (*FaultSet, error) {
-	s := NewFaultSet(crash)
+func Parse(spec string, known []string, crash func()) (*Set, error) {
+	s := New(crash)
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -87,15 +91,16 @@ func ParseFaults(spec string, known []string, crash func()) (*FaultSet, error) {
 }
 
 // Arm makes the next times hits of point fire (times < 0: every hit).
-func (s *FaultSet) Arm(point string, mode Mode, times int) {
+func (s *Set) Arm(point string, mode Mode, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.armed[point] = arming{mode: mode, times: times}
 }
 
-// fire fires the point if it is armed: it returns ErrInjected, or crashes
-// the process, and otherwise returns nil.
-func (s *FaultSet) fire(point string) error {
+// Hit fires the point if it is armed: it returns ErrInjected, or crashes
+// the process for a point armed in Crash mode. Otherwise, and always on a
+// nil Set (production), it returns nil.
+func (s *Set) Hit(point string) error {
 	if s == nil {
 		return nil
 	}

@@ -1,11 +1,11 @@
-package levers_test
+package fault_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // Points as the story declares them (consumer.FaultAfterMarkPaid, ...): this
@@ -30,7 +30,7 @@ func TestParseFaultsRefusesUnknownPoints(t *testing.T) {
 		"AfterMarkPaid=error",        // a Go constant's name, not the point's
 		afterProviderCall + "=error", // a real point, but not in this known list
 	} {
-		_, err := levers.ParseFaults(spec, known, nil)
+		_, err := fault.Parse(spec, known, nil)
 		if err == nil {
 			t.Errorf("ParseFaults(%q) accepted an unknown fault point", spec)
 			continue
@@ -45,19 +45,19 @@ func TestParseFaultsRefusesUnknownPoints(t *testing.T) {
 
 func TestParseFaultsArmsKnownPoints(t *testing.T) {
 	t.Parallel()
-	armed, err := levers.ParseFaults(" order_paid.after_mark_paid=error:1 , payment.before_gateway_call=error", known, nil)
+	armed, err := fault.Parse(" order_paid.after_mark_paid=error:1 , payment.before_gateway_call=error", known, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := levers.None().WithFaults(armed)
-	if err := s.Hit(afterMarkPaid); !errors.Is(err, levers.ErrInjected) {
+	s := armed
+	if err := s.Hit(afterMarkPaid); !errors.Is(err, fault.ErrInjected) {
 		t.Errorf("first hit of %s: %v, want ErrInjected", afterMarkPaid, err)
 	}
 	if err := s.Hit(afterMarkPaid); err != nil {
 		t.Errorf("second hit of %s (armed once): %v, want nil", afterMarkPaid, err)
 	}
 	for range 3 {
-		if err := s.Hit(beforeGatewayCall); !errors.Is(err, levers.ErrInjected) {
+		if err := s.Hit(beforeGatewayCall); !errors.Is(err, fault.ErrInjected) {
 			t.Errorf("hit of %s (armed for every hit): %v, want ErrInjected", beforeGatewayCall, err)
 		}
 	}
@@ -74,26 +74,26 @@ func TestParseFaultsRefusesBadModesAndCounts(t *testing.T) {
 		"order_paid.before_ack=error:0":   "count must be a positive integer",
 		"order_paid.before_ack=error:one": "count must be a positive integer",
 	} {
-		if _, err := levers.ParseFaults(spec, known, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := fault.Parse(spec, known, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseFaults(%q): err = %v, want one containing %q", spec, err, want)
 		}
 	}
 }
 
-// A point armed in Crash mode calls crash, and Levers without a fault set
-// (production) fire nothing.
-func TestCrashAndInertLevers(t *testing.T) {
+// A point armed in Crash mode calls crash, and the nil Set (production)
+// fires nothing.
+func TestCrashAndInertSet(t *testing.T) {
 	t.Parallel()
 	crashed := 0
-	s, err := levers.ParseFaults(beforeAck+"=crash:1", known, func() { crashed++ })
+	s, err := fault.Parse(beforeAck+"=crash:1", known, func() { crashed++ })
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := levers.None()
-	if err := l.Hit(beforeAck); err != nil || crashed != 0 {
+	var none *fault.Set
+	if err := none.Hit(beforeAck); err != nil || crashed != 0 {
 		t.Errorf("Hit without a fault set: %v, crashed %d; want nil, 0", err, crashed)
 	}
-	if err := l.WithFaults(s).Hit(beforeAck); !errors.Is(err, levers.ErrInjected) || crashed != 1 {
+	if err := s.Hit(beforeAck); !errors.Is(err, fault.ErrInjected) || crashed != 1 {
 		t.Errorf("Hit of a point armed to crash: %v, crashed %d; want ErrInjected, 1", err, crashed)
 	}
 }
