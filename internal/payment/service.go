@@ -96,6 +96,9 @@ func (s *Service) WithGuards(g Guards) *Service {
 	return &c
 }
 
+// Guards returns the steps s's Pay calls.
+func (s *Service) Guards() Guards { return s.guards }
+
 // WithFaults returns a copy of s whose fault points fire as f arms them.
 func (s *Service) WithFaults(f *fault.Set) *Service {
 	c := *s

@@ -76,6 +76,9 @@ func (in *Ingestor) WithGuards(g Guards) *Ingestor {
 	return &c
 }
 
+// Guards returns the steps in's accept calls.
+func (in *Ingestor) Guards() Guards { return in.guards }
+
 // WithMetrics returns a copy that counts refused signatures and the inbox's
 // answers in m.
 func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {

@@ -64,7 +64,7 @@ func Payments(p *payment.Service, s *Set) *payment.Service {
 	if s == nil {
 		return p
 	}
-	return p.WithGuards(wire(s, payment.Guarded(), paymentMistakes))
+	return p.WithGuards(wire(s, p.Guards(), paymentMistakes))
 }
 
 // Ingestor returns in with the mistakes of s wired (nil s: in itself).
@@ -72,7 +72,7 @@ func Ingestor(in *webhook.Ingestor, s *Set) *webhook.Ingestor {
 	if s == nil {
 		return in
 	}
-	return in.WithGuards(wire(s, webhook.Guarded(), webhookMistakes))
+	return in.WithGuards(wire(s, in.Guards(), webhookMistakes))
 }
 
 // consumerGuards are the guards whose mistakes Consumers wires.
