@@ -48,10 +48,10 @@ const (
 var Protections = []Protection{
 	{Effect: Charges, Says: "charge the customer", Technique: ChargeClaim,
 		How:     "one charge per order whatever the key: a per-order charge claim (`order_charges`, unique per order) and a gateway key from the order; an order no longer pending never reaches the gateway again",
-		Without: GuardChargeClaim, Guard: "payment.ClaimCharge", Mistake: "payment.NoChargeClaim", Page: "docs/techniques/idempotency-key.md"},
+		Without: GuardChargeClaim, Guard: "payment.Service.claimCharge", Mistake: "payment.NoChargeClaim", Page: "docs/techniques/idempotency-key.md"},
 	{Effect: Charge, Says: "charge again on a client's retry", Technique: IdempotencyKey,
 		How:     "the `Idempotency-Key` at `POST /orders/{id}/payments`: a retry gets the stored answer, byte for byte",
-		Without: GuardIdempotencyKey, Guard: "payment.PayUnderKey", Mistake: "payment.PayWithoutKey", Page: "docs/techniques/idempotency-key.md"},
+		Without: GuardIdempotencyKey, Guard: "payment.Service.payUnderKey", Mistake: "payment.PayWithoutKey", Page: "docs/techniques/idempotency-key.md"},
 	{Effect: Charges, Says: "lose a charge whose answer died with the api", Technique: ChargeRecord,
 		How:     "the signed `payment.succeeded` records its charge on the order's payment intent, so the charge can be refunded and is never made again",
 		Without: GuardChargeRecord, Guard: "webhook.RecordCharge", Mistake: "webhook.RecordChargeUnguarded", Page: "docs/techniques/idempotency-key.md"},

@@ -11,7 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
@@ -33,7 +32,7 @@ type Lab struct {
 	// Switches are the process's guards switched off. When they are live
 	// (switches.Set.Live), the page switches guards in them; otherwise
 	// GuardsNote says why it cannot.
-	Switches   *switches.Set
+	Switches   Switches
 	GuardsNote string
 	// Faults are the process's fault points, and FaultPoints the ones the
 	// page may arm in it, in error mode: a failure between two effects, as
@@ -45,6 +44,16 @@ type Lab struct {
 	// API may not import) for one target, writing its plan and progress to
 	// out.
 	Replay func(ctx context.Context, t ReplayTarget, out io.Writer) error
+}
+
+// Switches is what the page reads and switches of the process's guards
+// (the lab's switch set, internal/lab/switches.Set).
+type Switches interface {
+	CanSwitch() bool
+	Fixed() string
+	Off(name string) bool
+	OffNow() []string
+	Switch(name string, off bool) error
 }
 
 // ReplayTarget is what one replay sends again: exactly one of an order's

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -68,7 +68,7 @@ func (s *server) handleLabState(w http.ResponseWriter, r *http.Request) {
 		st.FaultPoints = append(st.FaultPoints, s.Lab.FaultPoints...)
 	}
 	fixed := strings.Split(sw.Fixed(), ",")
-	for _, name := range switches.Names() {
+	for _, name := range effect.GuardNames() {
 		st.Guards = append(st.Guards, labGuard{Name: name, Off: sw.Off(name), Fixed: slices.Contains(fixed, name)})
 	}
 	var err error
