@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
@@ -10,7 +9,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
-	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -20,22 +18,6 @@ import (
 // every later one already_applied. With a guard switched off the lab runs
 // its messages one at a time instead (internal/lab/switches): no mistake
 // has a set form.
-
-// markPaidBatch is the state check for the set, OrderMarkPaidBatch (UPDATE
-// ... WHERE id = ANY($1) AND status = 'pending' RETURNING id): of each
-// order it returns, the first message moved it; the later messages of the
-// order, and every message of an order it did not return, moved nothing.
-func (c *Consumers) markPaidBatch(b *batch, q *queries.Queries) error {
-	moved, err := q.OrderMarkPaidBatch(b.ctx, b.ids)
-	if err != nil {
-		return fmt.Errorf("mark %d orders paid: %w", len(b.ids), err)
-	}
-	for _, id := range moved {
-		o := b.byID[id]
-		o.moved, o.items[0].moved = true, true
-	}
-	return nil
-}
 
 // enqueueConfirmationsBatch writes the confirmation of each message of
 // moved (the messages that moved an order to fulfil) to the outbox in tx,

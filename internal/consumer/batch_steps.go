@@ -50,40 +50,41 @@ func (c *Consumers) batchMarkPaid(b *batch) error {
 	})
 }
 
-// batchStateCheck is the state check for the set (markPaidBatch: one
-// UPDATE ... WHERE id = ANY($1) AND status = 'pending' RETURNING id). A
-// message that moved its order is applied; a later message of an order
-// moved now is already_applied, as its delivery after the first would be;
-// the messages of the other orders find them paid before (already_applied)
-// or refunded (not_applicable: terminal). Then the transitions of the
-// messages that moved their orders, in one INSERT.
+// batchStateCheck is the state check for the set (order.MarkPaidBatch:
+// one UPDATE ... WHERE id = ANY($1) AND status = 'pending' RETURNING id,
+// and the transitions of the orders it moved). Of each order it moved the
+// first message is applied, a later message already_applied, as its
+// delivery after the first would be; the messages of the other orders find
+// them paid before (already_applied) or refunded (not_applicable: terminal).
 func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
+	var ids []uuid.UUID
+	var leaders []string
 	for _, o := range b.orders {
 		if !o.known {
 			continue
 		}
+		ids, leaders = append(ids, o.id), append(leaders, o.items[0].msg.UUID)
 		for _, it := range o.items {
-			_, s := it.run.begin(it.ctx, effect.Paid, effect.StateCheck)
-			it.paid = s
+			_, it.paid = it.run.begin(it.ctx, effect.Paid, effect.StateCheck)
 		}
 	}
-	if err := c.markPaidBatch(b, q); err != nil {
+	moved, err := order.MarkPaidBatch(b.ctx, q, ids, leaders)
+	if err != nil {
 		return err
 	}
-	var t queries.OrderTransitionInsertBatchParams
 	for _, o := range b.orders {
 		if !o.known {
 			continue
 		}
+		o.moved = moved[o.id]
 		if !o.moved && o.row.Status != order.StatusPaid && o.row.Status != order.StatusRefunded {
 			return fmt.Errorf("order %s is %s under its lock, yet the state check did not move it", o.id, o.row.Status)
 		}
-		for _, it := range o.items {
+		for i, it := range o.items {
 			switch {
-			case it.moved:
+			case o.moved && i == 0:
+				it.moved = true
 				it.paid.end(effect.Applied)
-				t.OrderIds = append(t.OrderIds, o.id)
-				t.MessageIds = append(t.MessageIds, it.msg.UUID)
 			case !o.moved && o.row.Status == order.StatusRefunded:
 				it.paid.end(effect.NotApplicable)
 			default:
@@ -91,12 +92,6 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 			}
 		}
 		o.fulfil = o.row.Status != order.StatusRefunded && !o.refundRequested
-	}
-	if len(t.OrderIds) == 0 {
-		return nil
-	}
-	if err := q.OrderTransitionInsertBatch(b.ctx, t); err != nil {
-		return fmt.Errorf("record %d transitions: %w", len(t.OrderIds), err)
 	}
 	return nil
 }
@@ -218,35 +213,26 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 		for _, id := range refunding {
 			refundRequested[id] = true
 		}
-		credit := map[uuid.UUID]bool{}
+		status := map[uuid.UUID]string{}
 		for _, r := range rows {
-			o := b.byID[r.ID]
-			credit[r.ID] = r.Status == order.StatusPaid && !refundRequested[r.ID] &&
-				o.row.AffiliateID.Valid && ledger.Commission(o.row.AmountCents) != 0
+			status[r.ID] = r.Status
 		}
-		var p queries.LedgerCommissionInsertBatchParams
+		var cs []ledger.BatchCommission
 		for _, it := range carriers {
-			if !credit[it.run.orderID.UUID] {
+			o := b.byID[it.run.orderID.UUID]
+			if status[o.id] != order.StatusPaid || refundRequested[o.id] {
 				b.commission[it.key] = effect.NotApplicable
 				continue
 			}
-			o := b.byID[it.run.orderID.UUID]
-			b.commission[it.key] = effect.AlreadyApplied // unless RETURNING names it
-			p.EntryKeys = append(p.EntryKeys, it.key)
-			p.OrderIds = append(p.OrderIds, o.id)
-			p.AffiliateIds = append(p.AffiliateIds, o.row.AffiliateID.String)
-			p.AmountCents = append(p.AmountCents, ledger.Commission(o.row.AmountCents))
-			p.MessageIds = append(p.MessageIds, it.msg.UUID)
+			cs = append(cs, ledger.BatchCommission{Key: it.key, OrderID: o.id, AffiliateID: o.row.AffiliateID,
+				AmountCents: o.row.AmountCents, MessageID: it.msg.UUID})
 		}
-		if len(p.EntryKeys) == 0 {
-			return nil
-		}
-		inserted, err := q.LedgerCommissionInsertBatch(b.ctx, p)
+		outcomes, err := ledger.ReleaseCommissionBatch(b.ctx, q, cs)
 		if err != nil {
-			return fmt.Errorf("insert %d commissions: %w", len(p.EntryKeys), err)
+			return err
 		}
-		for _, key := range inserted {
-			b.commission[key] = effect.Applied
+		for key, outcome := range outcomes {
+			b.commission[key] = outcome
 		}
 		return nil
 	})

@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -54,8 +57,7 @@ func ReleaseCommissionUnguarded(ctx context.Context, q *queries.Queries, o queri
 }
 
 // DeliveryKey is the mistake's entry key: the delivery's, "delivery:<message
-// id>", where EntryKey is the business intent's (ReleaseCommissionUnguarded,
-// and its set form in the batch handler).
+// id>", where EntryKey is the business intent's (ReleaseCommissionUnguarded).
 func DeliveryKey(messageID string) string { return "delivery:" + messageID }
 
 // releaseCommissionKeyedBy inserts the commission under key.
@@ -84,4 +86,48 @@ func releaseCommissionKeyedBy(ctx context.Context, q *queries.Queries, o queries
 		return effect.AlreadyApplied, nil
 	}
 	return effect.Applied, nil
+}
+
+// BatchCommission is one order's commission in a batch: the key its row
+// goes under, the order it is earned on, and the message that credits it.
+type BatchCommission struct {
+	Key         string
+	OrderID     uuid.UUID
+	AffiliateID pgtype.Text
+	AmountCents int64 // the order's amount; the commission is computed from it
+	MessageID   string
+}
+
+// ReleaseCommissionBatch is ReleaseCommission for a set of commissions
+// under distinct keys, in one INSERT ... ON CONFLICT (entry_key) DO NOTHING
+// RETURNING entry_key (LedgerCommissionInsertBatch): a key it returns is
+// applied, every other key was credited before (already_applied). A
+// commission with no affiliate, or one that rounds to 0 cents, is
+// not_applicable and writes no row, as one by one.
+func ReleaseCommissionBatch(ctx context.Context, q *queries.Queries, cs []BatchCommission) (map[string]effect.Outcome, error) {
+	outcomes := make(map[string]effect.Outcome, len(cs))
+	var p queries.LedgerCommissionInsertBatchParams
+	for _, c := range cs {
+		if !c.AffiliateID.Valid || Commission(c.AmountCents) == 0 {
+			outcomes[c.Key] = effect.NotApplicable
+			continue
+		}
+		outcomes[c.Key] = effect.AlreadyApplied // unless RETURNING names it
+		p.EntryKeys = append(p.EntryKeys, c.Key)
+		p.OrderIds = append(p.OrderIds, c.OrderID)
+		p.AffiliateIds = append(p.AffiliateIds, c.AffiliateID.String)
+		p.AmountCents = append(p.AmountCents, Commission(c.AmountCents))
+		p.MessageIds = append(p.MessageIds, c.MessageID)
+	}
+	if len(p.EntryKeys) == 0 {
+		return outcomes, nil
+	}
+	inserted, err := q.LedgerCommissionInsertBatch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d commissions: %w", len(p.EntryKeys), err)
+	}
+	for _, key := range inserted {
+		outcomes[key] = effect.Applied
+	}
+	return outcomes, nil
 }

@@ -76,3 +76,34 @@ func recordTransition(ctx context.Context, q *queries.Queries, orderID uuid.UUID
 	}
 	return nil
 }
+
+// MarkPaidBatch is MarkPaid for a set of distinct orders, in two
+// statements: the state check as one UPDATE ... WHERE id = ANY(ids) AND
+// status = 'pending' RETURNING id (OrderMarkPaidBatch), then the
+// transitions of the orders it moved, each under the message that moved it
+// (messageIDs[i] moves ids[i]), in one INSERT. It returns the orders it
+// moved: their state check applied; every other order was paid or refunded
+// before.
+func MarkPaidBatch(ctx context.Context, q *queries.Queries, ids []uuid.UUID, messageIDs []string) (map[uuid.UUID]bool, error) {
+	moved, err := q.OrderMarkPaidBatch(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("mark %d orders paid: %w", len(ids), err)
+	}
+	if len(moved) == 0 {
+		return map[uuid.UUID]bool{}, nil
+	}
+	by := make(map[uuid.UUID]bool, len(moved))
+	for _, id := range moved {
+		by[id] = true
+	}
+	var t queries.OrderTransitionInsertBatchParams
+	for i, id := range ids {
+		if by[id] {
+			t.OrderIds, t.MessageIds = append(t.OrderIds, id), append(t.MessageIds, messageIDs[i])
+		}
+	}
+	if err := q.OrderTransitionInsertBatch(ctx, t); err != nil {
+		return nil, fmt.Errorf("record %d transitions: %w", len(t.OrderIds), err)
+	}
+	return by, nil
+}
