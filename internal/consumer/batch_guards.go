@@ -1,7 +1,6 @@
 package consumer
 
 import (
-
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 
