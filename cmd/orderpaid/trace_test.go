@@ -77,7 +77,7 @@ func startTracedFlow(t *testing.T) *tracedFlow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumers := consumer.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second)), f.broker.Publisher).
+	consumers := consumer.NewConsumers(pool, notify.NewClient(provider.URL, tel.HTTPClient(5*time.Second))).
 		WithTelemetry(tel.Metrics, nil)
 	router, err := consumer.NewRouter(f.broker, consumers, poison.NewStore(queries.New(pool)), watermill.NopLogger{}, consumer.RouterConfig{
 		Outer: []message.HandlerMiddleware{telemetry.ConsumerMiddleware(tel.TracerProvider, system)},

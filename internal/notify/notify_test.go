@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // provider starts the fake notification provider behind a real HTTP server
@@ -149,27 +148,27 @@ func TestWaitRetryAfter(t *testing.T) {
 	}
 }
 
-// The provider key is the guard: with it, two calls for one message send
-// once. Switched off (levers.ProviderKey), each call carries a fresh key and
-// the provider sends twice: the mistake the workshop shows. An empty key is
+// The provider key is the guard: with it (MessageKey), two calls for one
+// message send once. Its mistake (FreshKey, which the lab wires into the
+// consumer with --without provider-key) gives each call a fresh key, and the
+// provider sends twice: the mistake the workshop shows. An empty key is
 // refused before any call.
-func TestProviderKeyLever(t *testing.T) {
+func TestProviderKey(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name     string
-		lv       levers.Levers
+		key      func(messageID string) string
 		wantSent int
 	}{
-		{"guarded", levers.None(), 1},
-		{"provider key off", levers.None().Without(levers.ProviderKey), 2},
+		{"guarded", MessageKey, 1},
+		{"provider key off", FreshKey, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			n, c := provider(t)
-			c = c.WithLevers(tt.lv)
 			order := uuid.New()
 			for range 2 {
-				if _, err := c.SendOrderConfirmed(t.Context(), "msg-1", order); err != nil {
+				if _, err := c.SendOrderConfirmed(t.Context(), tt.key("msg-1"), order); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -188,4 +187,30 @@ func TestProviderKeyLever(t *testing.T) {
 			t.Errorf("notifications = %+v, want none", got)
 		}
 	})
+}
+
+// MessageKey is the identity: every delivery and retry of a message carries
+// the message id as its key. FreshKey, its mistake, answers a different,
+// non-empty key at each call, whatever the message.
+func TestMessageKeyAndFreshKey(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"msg-1", uuid.NewString()} {
+		if got := MessageKey(id); got != id {
+			t.Errorf("MessageKey(%q) = %q, want the message id", id, got)
+		}
+		if MessageKey(id) != MessageKey(id) {
+			t.Errorf("MessageKey(%q) differs between calls", id)
+		}
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		k := FreshKey("msg-1")
+		if k == "" || k == "msg-1" {
+			t.Fatalf("FreshKey(msg-1) = %q, want a fresh non-empty key", k)
+		}
+		if seen[k] {
+			t.Fatalf("FreshKey(msg-1) = %q twice, want a different key each call", k)
+		}
+		seen[k] = true
+	}
 }

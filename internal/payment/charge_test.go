@@ -11,16 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // The per-order charge claim (charge.go): one charge per order, whatever the
 // Idempotency-Key. Every test here runs with the guard on, and once with it
-// off (levers.ChargeClaim) to show it is the guard that holds: with it
+// off (effect.GuardChargeClaim) to show it is the guard that holds: with it
 // off each of them sees a second charge.
 
 // guardOnAndOff runs test with the per-order guard on, where it must pass, and
@@ -41,7 +42,7 @@ func guardOnAndOff(t *testing.T, cfg payment.Config, test func(t *testing.T, b *
 	})
 	t.Run("without the charge claim", func(t *testing.T) {
 		t.Parallel()
-		b := setupLevers(t, cfg, levers.None().Without(levers.ChargeClaim))
+		b := setupWithout(t, cfg, switches.Without(effect.GuardChargeClaim))
 		if _, n := test(t, b); n < 2 {
 			t.Fatalf("gateway charges = %d with the per-order guard off, want 2 or more: the test does not exercise it", n)
 		}
@@ -100,7 +101,7 @@ func TestOneChargePerOrder(t *testing.T) {
 			// Our gateway client gives up after 100ms; the gateway charges,
 			// then takes 400ms to answer.
 			b.control(t, fakes.GatewayControl{DelayMS: 400})
-			impatient := payment.NewService(b.pool, payment.NewGatewayClient(b.url, &http.Client{Timeout: 100 * time.Millisecond}), b.cfg).WithLevers(b.lv)
+			impatient := switches.Payments(payment.NewService(b.pool, payment.NewGatewayClient(b.url, &http.Client{Timeout: 100 * time.Millisecond}), b.cfg), b.off)
 			if _, err := pay(impatient, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
 				t.Fatalf("first call: err = %v, want ErrGatewayUnavailable (timed out)", err)
 			}
@@ -256,7 +257,7 @@ func TestPayGatewayNotAboutThePayment(t *testing.T) {
 				fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(status), status)
 			}))
 			defer wrong.Close()
-			misconfigured := payment.NewService(b.pool, payment.NewGatewayClient(wrong.URL, nil), b.cfg).WithLevers(b.lv)
+			misconfigured := switches.Payments(payment.NewService(b.pool, payment.NewGatewayClient(wrong.URL, nil), b.cfg), b.off)
 			if _, err := pay(misconfigured, o, "k1", ""); !errors.Is(err, payment.ErrGatewayUnavailable) {
 				t.Fatalf("err = %v, want ErrGatewayUnavailable (502), not a stored refusal", err)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -94,9 +94,9 @@ func TestPayRecoveryRace(t *testing.T) {
 // then the request "dies" before calling the gateway.
 func crash(t *testing.T, b *bundle, cfg payment.Config, o queries.Order, key string) {
 	t.Helper()
-	faults := levers.NewFaultSet(nil)
-	faults.Arm(payment.FaultBeforeGatewayCall, levers.Fail, 1)
-	if _, err := pay(b.service(cfg, levers.None().WithFaults(faults)), o, key, ""); !errors.Is(err, levers.ErrInjected) {
+	faults := fault.New(nil)
+	faults.Arm(payment.FaultBeforeGatewayCall, fault.Fail, 1)
+	if _, err := pay(b.service(cfg, nil).WithFaults(faults), o, key, ""); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("err = %v, want the injected fault", err)
 	}
 	if n := b.gatewayCalls(o); n != 0 {

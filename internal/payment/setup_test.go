@@ -14,11 +14,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -31,7 +32,7 @@ type bundle struct {
 	url    string
 	client *payment.GatewayClient
 	cfg    payment.Config // svc's
-	lv     levers.Levers  // svc's
+	off    *switches.Set  // the guards off in svc (nil: every guard on)
 
 	mu    sync.Mutex
 	calls map[string]int // order id -> POST /charges requests that reached the gateway
@@ -41,11 +42,12 @@ type bundle struct {
 // points.
 func setup(t *testing.T, cfg payment.Config) *bundle {
 	t.Helper()
-	return setupLevers(t, cfg, levers.None())
+	return setupWithout(t, cfg, nil)
 }
 
-// setupLevers builds a bundle whose Service uses cfg and the levers lv.
-func setupLevers(t *testing.T, cfg payment.Config, lv levers.Levers) *bundle {
+// setupWithout builds a bundle whose Service uses cfg, with the guards of
+// off switched off (switches.Payments; nil: every guard on).
+func setupWithout(t *testing.T, cfg payment.Config, off *switches.Set) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	g := fakes.NewGateway(fakes.GatewayConfig{}) // no WebhookURL: no webhooks
@@ -55,13 +57,13 @@ func setupLevers(t *testing.T, cfg payment.Config, lv levers.Levers) *bundle {
 	t.Cleanup(srv.Close)
 	b.url = srv.URL
 	b.client = payment.NewGatewayClient(srv.URL, srv.Client())
-	b.cfg, b.lv = cfg, lv
-	b.svc = b.service(cfg, lv)
+	b.cfg, b.off = cfg, off
+	b.svc = b.service(cfg, off)
 	return b
 }
 
 // svcGuarded reports whether b.svc runs with the per-order charge claim.
-func (b *bundle) svcGuarded() bool { return !b.lv.Off(levers.ChargeClaim) }
+func (b *bundle) svcGuarded() bool { return !b.off.Off(effect.GuardChargeClaim) }
 
 // audit reads the order's audit, the query behind GET /orders/{id}/audit.
 func (b *bundle) audit(t *testing.T, o queries.Order) queries.AuditOrderRow {
@@ -73,9 +75,10 @@ func (b *bundle) audit(t *testing.T, o queries.Order) queries.AuditOrderRow {
 	return a
 }
 
-// service returns another Service on the same database and gateway.
-func (b *bundle) service(cfg payment.Config, lv levers.Levers) *payment.Service {
-	return payment.NewService(b.pool, b.client, cfg).WithLevers(lv)
+// service returns another Service on the same database and gateway, with
+// the guards of off switched off.
+func (b *bundle) service(cfg payment.Config, off *switches.Set) *payment.Service {
+	return switches.Payments(payment.NewService(b.pool, b.client, cfg), off)
 }
 
 // counting counts the charge requests that reach the gateway, per order: the

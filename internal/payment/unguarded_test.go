@@ -3,15 +3,16 @@ package payment_test
 import (
 	"testing"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // Without the Idempotency-Key guard, the client's retry is a second charge:
 // the damage the scenario "--without idempotency-key" shows.
 func TestPayWithoutKeyChargesEveryRetry(t *testing.T) {
 	t.Parallel()
-	b := setupLevers(t, payment.Config{}, levers.None().Without(levers.IdempotencyKey))
+	b := setupWithout(t, payment.Config{}, switches.Without(effect.GuardIdempotencyKey))
 	o := b.newOrder(t, "cust-unguarded")
 	for i := 0; i < 2; i++ {
 		resp, err := pay(b.svc, o, "k1", `{}`)

@@ -4,28 +4,28 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 )
 
 // The provider's retry of one event enqueues one order_paid. With the inbox
-// switched off by the lab's levers (--without webhook-inbox), every delivery
-// enqueues: the damage the workshop shows, and proof that WithLevers reaches
-// the guard.
-func TestWebhookInboxLever(t *testing.T) {
+// switched off by the lab (--without webhook-inbox), every delivery
+// enqueues: the damage the workshop shows, and proof that switches.Ingestor
+// wires the mistake in the guard's place.
+func TestWebhookInboxOff(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name         string
-		lv           levers.Levers
+		off          *switches.Set
 		wantOutcome  effect.Outcome // of the retry
 		wantEnqueued int
 	}{
-		{"guarded", levers.None(), effect.AlreadyApplied, 1},
-		{"webhook inbox off", levers.None().Without(levers.WebhookInbox), effect.Applied, 2},
+		{"guarded", nil, effect.AlreadyApplied, 1},
+		{"webhook inbox off", switches.Without(effect.GuardWebhookInbox), effect.Applied, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			pool, in, o := acceptSetup(t)
-			in = in.WithLevers(tt.lv)
+			in = switches.Ingestor(in, tt.off)
 			if _, err := deliverEvent(in, "evt_1", o); err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func TestBackfillTwiceChangesNoEffect(t *testing.T) {
 	q := queries.New(pool)
 	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), fakes.NewNotifier()))
 	t.Cleanup(srv.Close)
-	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil)
+	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil))
 
 	const n = 7
 	var orders []queries.Order

@@ -36,7 +36,7 @@ func TestCorrectnessDoesNotDependOnTheInboxAfterTheWindow(t *testing.T) {
 	provider := fakes.NewNotifier()
 	srv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(srv.Close)
-	consumers := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil), nil)
+	consumers := consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil))
 	secret := []byte("whsec_test")
 	ingestor := webhook.NewIngestor(pool, secret)
 
