@@ -80,7 +80,7 @@ func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 			errs[i] = it.err
 			continue
 		}
-		_ = c.record(it.ctx, it.run, fmt.Errorf("order_paid batch of %d: %w", len(msgs), failure))
+		_ = c.recordBatched(it.ctx, it.run, fmt.Errorf("order_paid batch of %d: %w", len(msgs), failure))
 		again, at = append(again, msgs[i]), append(at, i)
 	}
 	if len(again) == 0 {
@@ -118,11 +118,11 @@ type batch struct {
 type batchItem struct {
 	msg *message.Message
 	ctx context.Context // the message's own, with its order id
-	run *execution
+	run *telemetry.Run
 	// moved: this message moved its order to paid (the state check's
 	// applied): it records the transition and enqueues the confirmation.
 	moved bool
-	paid  step // its state check's step
+	paid  *telemetry.Step // its state check's step
 	// key is the ledger key of the commission this message credits in step
 	// 2 (commissionKeys); carries: it is the first message of the batch
 	// holding that key, and its row is the one inserted.
@@ -166,7 +166,7 @@ func (c *Consumers) newBatch(msgs []*message.Message) *batch {
 			c.finish(it, permanent(err))
 			continue
 		}
-		it.run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+		it.run.OrderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
 		it.ctx = telemetry.WithOrderID(it.ctx, p.OrderID.String())
 		o, ok := b.byID[p.OrderID]
 		if !ok {
@@ -182,7 +182,7 @@ func (c *Consumers) newBatch(msgs []*message.Message) *batch {
 
 // finish records the execution of it with err as its answer.
 func (c *Consumers) finish(it *batchItem, err error) {
-	it.err, it.done = c.record(it.ctx, it.run, err), true
+	it.err, it.done = c.recordBatched(it.ctx, it.run, err), true
 }
 
 // applyBatch runs both steps. An error it returns belongs to no message in
@@ -205,8 +205,8 @@ func (c *Consumers) applyBatch(b *batch) error {
 				continue
 			}
 			if !it.carries { // a later message holding the carrier's key
-				_, s := it.run.begin(it.ctx, effect.Commission, effect.LedgerKey)
-				s.end(asLater(b.commission[it.key]))
+				_, s := it.run.Begin(it.ctx, effect.Commission, effect.LedgerKey)
+				s.End(asLater(b.commission[it.key]))
 			}
 			c.finish(it, c.faults.Hit(FaultBeforeAck))
 		}

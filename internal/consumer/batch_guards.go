@@ -27,13 +27,13 @@ func (c *Consumers) enqueueConfirmationsBatch(b *batch, tx pgx.Tx, moved []*batc
 		return nil
 	}
 	var confirmations []*message.Message
-	var enqueued []step
+	var enqueued []*telemetry.Step
 	for _, it := range moved {
-		m, err := messages.NewOrderConfirmed(it.run.orderID.UUID)
+		m, err := messages.NewOrderConfirmed(it.run.OrderID.UUID)
 		if err != nil {
 			return err
 		}
-		ctx, s := it.run.begin(it.ctx, effect.ConfirmationEnqueued, effect.Outbox)
+		ctx, s := it.run.Begin(it.ctx, effect.ConfirmationEnqueued, effect.Outbox)
 		// The confirmation continues its own order's trace. outbox.Publish
 		// runs below under b.ctx, which holds no span, and so leaves this
 		// trace context in place.
@@ -44,7 +44,7 @@ func (c *Consumers) enqueueConfirmationsBatch(b *batch, tx pgx.Tx, moved []*batc
 		return err
 	}
 	for _, s := range enqueued {
-		s.end(effect.Applied)
+		s.End(effect.Applied)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/stock"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // batchMarkPaid is step 1 of HandleOrderPaidBatch, one transaction for the
@@ -65,7 +66,7 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 		}
 		ids, leaders = append(ids, o.id), append(leaders, o.items[0].msg.UUID)
 		for _, it := range o.items {
-			_, it.paid = it.run.begin(it.ctx, effect.Paid, effect.StateCheck)
+			_, it.paid = it.run.Begin(it.ctx, effect.Paid, effect.StateCheck)
 		}
 	}
 	moved, err := order.MarkPaidBatch(b.ctx, q, ids, leaders)
@@ -84,11 +85,11 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 			switch {
 			case o.moved && i == 0:
 				it.moved = true
-				it.paid.end(effect.Applied)
+				it.paid.End(effect.Applied)
 			case !o.moved && o.row.Status == order.StatusRefunded:
-				it.paid.end(effect.NotApplicable)
+				it.paid.End(effect.NotApplicable)
 			default:
-				it.paid.end(effect.AlreadyApplied)
+				it.paid.End(effect.AlreadyApplied)
 			}
 		}
 		o.fulfil = o.row.Status != order.StatusRefunded && !o.refundRequested
@@ -144,7 +145,7 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 			continue
 		}
 		lead := o.items[0]
-		ctx, reserved := lead.run.begin(lead.ctx, effect.StockReserved, effect.Reservation)
+		ctx, reserved := lead.run.Begin(lead.ctx, effect.StockReserved, effect.Reservation)
 		outcome, err := stock.Reserve(ctx, tx, o.id, lead.msg.UUID)
 		if errors.Is(err, stock.ErrOutOfStock) {
 			o.fulfil = false
@@ -156,11 +157,11 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 		if err != nil {
 			return err
 		}
-		reserved.end(outcome)
+		reserved.End(outcome)
 		o.stock = outcome
 		for _, it := range o.items[1:] {
-			_, s := it.run.begin(it.ctx, effect.StockReserved, effect.Reservation)
-			s.end(asLater(o.stock))
+			_, s := it.run.Begin(it.ctx, effect.StockReserved, effect.Reservation)
+			s.End(asLater(o.stock))
 		}
 	}
 	return nil
@@ -180,7 +181,7 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 func (c *Consumers) batchReleaseCommission(b *batch) error {
 	var ids []uuid.UUID
 	var carriers []*batchItem
-	var steps []step
+	var steps []*telemetry.Step
 	for _, o := range b.orders {
 		for _, it := range o.items {
 			if it.done || !it.carries {
@@ -189,7 +190,7 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 			if len(ids) == 0 || ids[len(ids)-1] != o.id {
 				ids = append(ids, o.id)
 			}
-			_, s := it.run.begin(it.ctx, effect.Commission, effect.LedgerKey)
+			_, s := it.run.Begin(it.ctx, effect.Commission, effect.LedgerKey)
 			carriers, steps = append(carriers, it), append(steps, s)
 		}
 	}
@@ -219,7 +220,7 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 		}
 		var cs []ledger.BatchCommission
 		for _, it := range carriers {
-			o := b.byID[it.run.orderID.UUID]
+			o := b.byID[it.run.OrderID.UUID]
 			if status[o.id] != order.StatusPaid || refundRequested[o.id] {
 				b.commission[it.key] = effect.NotApplicable
 				continue
@@ -240,7 +241,7 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 		return err
 	}
 	for i, s := range steps {
-		s.end(b.commission[carriers[i].key])
+		s.End(b.commission[carriers[i].key])
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	if err != nil {
 		for i, it := range items {
 			if errs[i] == nil {
-				errs[i] = c.record(it.msg.Context(), it.run, err)
+				errs[i] = c.recordBatched(it.msg.Context(), it.run, err)
 			}
 		}
 		return errs
@@ -69,19 +69,19 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 			// A later copy of a message of this batch: what its redelivery
 			// would get once the first copy is done.
 			if err := errs[it.first]; err != nil {
-				errs[i] = c.record(it.msg.Context(), it.run, fmt.Errorf("the first copy of message %s in this batch failed: %w", it.msg.UUID, err))
+				errs[i] = c.recordBatched(it.msg.Context(), it.run, fmt.Errorf("the first copy of message %s in this batch failed: %w", it.msg.UUID, err))
 				continue
 			}
-			_, d := it.run.begin(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox)
-			d.end(effect.AlreadyApplied)
-			errs[i] = c.record(it.msg.Context(), it.run, nil)
+			_, d := it.run.Begin(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox)
+			d.End(effect.AlreadyApplied)
+			errs[i] = c.recordBatched(it.msg.Context(), it.run, nil)
 		case it.sent.ID != "":
 			outcome := effect.Applied
 			if inserted[it.msg.UUID] != it {
 				outcome = effect.AlreadyApplied
 			}
-			it.delivered.end(outcome)
-			errs[i] = c.record(it.msg.Context(), it.run, nil)
+			it.delivered.End(outcome)
+			errs[i] = c.recordBatched(it.msg.Context(), it.run, nil)
 		}
 	}
 	return errs
@@ -92,8 +92,8 @@ type confirmedItem struct {
 	i                       int
 	msg                     *message.Message
 	orderID                 uuid.UUID
-	run                     *execution
-	delivered, notification step
+	run                     *telemetry.Run
+	delivered, notification *telemetry.Step
 	sendCtx                 context.Context // the provider step's; nil: no call
 	sent                    notify.Sent
 	// first is the index of the first copy of this message id in the
@@ -114,11 +114,11 @@ func (c *Consumers) newConfirmedItems(msgs []*message.Message, errs []error) ([]
 		items[i] = it
 		p, err := messages.DecodeOrderConfirmed(m.Payload)
 		if err != nil {
-			errs[i] = c.record(m.Context(), it.run, permanent(err))
+			errs[i] = c.recordBatched(m.Context(), it.run, permanent(err))
 			continue
 		}
 		it.orderID = p.OrderID
-		it.run.orderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
+		it.run.OrderID = uuid.NullUUID{UUID: p.OrderID, Valid: true}
 		m.SetContext(telemetry.WithOrderID(m.Context(), p.OrderID.String()))
 		it.round = copies[m.UUID]
 		copies[m.UUID]++
@@ -145,13 +145,13 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 		}
 		mctx := it.msg.Context()
 		var inboxCtx context.Context
-		inboxCtx, it.delivered = it.run.begin(mctx, effect.ConfirmationDelivered, effect.Inbox)
+		inboxCtx, it.delivered = it.run.Begin(mctx, effect.ConfirmationDelivered, effect.Inbox)
 		if seen[it.msg.UUID] {
-			it.delivered.end(effect.AlreadyApplied)
-			errs[i] = c.record(mctx, it.run, nil)
+			it.delivered.End(effect.AlreadyApplied)
+			errs[i] = c.recordBatched(mctx, it.run, nil)
 			continue
 		}
-		it.sendCtx, it.notification = it.run.begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
+		it.sendCtx, it.notification = it.run.Begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
 		rounds = max(rounds, it.round+1)
 	}
 	slots := make(chan struct{}, maxProviderCalls)
@@ -180,9 +180,9 @@ func (c *Consumers) send(it *confirmedItem, errs []error) {
 	sent, err := c.notifier.Send(it.sendCtx, notify.MessageKey(it.msg.UUID), it.orderID, notify.TemplateOrderConfirmed)
 	switch {
 	case errors.Is(err, notify.ErrRejected):
-		errs[it.i] = c.record(mctx, it.run, permanent(err))
+		errs[it.i] = c.recordBatched(mctx, it.run, permanent(err))
 	case err != nil:
-		errs[it.i] = c.record(mctx, it.run, err)
+		errs[it.i] = c.recordBatched(mctx, it.run, err)
 		notify.WaitRetryAfter(mctx, errs[it.i])
 	default:
 		it.sent = sent
@@ -210,7 +210,7 @@ func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedIt
 			err = fmt.Errorf("log provider answers: %w", err)
 			for i, it := range items {
 				if errs[i] == nil && it.first == i && it.sent.ID != "" {
-					errs[i] = c.record(it.msg.Context(), it.run, err)
+					errs[i] = c.recordBatched(it.msg.Context(), it.run, err)
 				}
 			}
 		}
@@ -223,9 +223,9 @@ func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedIt
 		if it.sent.Replayed {
 			outcome = effect.AlreadyApplied
 		}
-		it.notification.end(outcome)
+		it.notification.End(outcome)
 		if err := c.faults.Hit(FaultAfterProviderCall); err != nil {
-			errs[i] = c.record(it.msg.Context(), it.run, err)
+			errs[i] = c.recordBatched(it.msg.Context(), it.run, err)
 		}
 	}
 }
@@ -257,7 +257,7 @@ func (c *Consumers) writeInbox(ctx context.Context, items []*confirmedItem, errs
 		err = fmt.Errorf("write inbox: %w", err)
 		for i, it := range items {
 			if errs[i] == nil && it.first == i && it.sent.ID != "" {
-				errs[i] = c.record(it.msg.Context(), it.run, err)
+				errs[i] = c.recordBatched(it.msg.Context(), it.run, err)
 			}
 		}
 		return inserted

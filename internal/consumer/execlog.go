@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
@@ -16,93 +15,25 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// execution is one handler run: what it was given and what each guard said.
-type execution struct {
-	handler   string
-	messageID string
-	orderID   uuid.NullUUID
-	results   []effect.Result
-	metrics   *telemetry.Metrics
-	// steps are the guarded steps begun; record closes any left open.
-	steps []*telemetry.Step
+// newExecution starts the record of one run of handler on one message:
+// its guarded steps (run.Step) are traced, counted and kept for the
+// execution log, which record writes.
+func (c *Consumers) newExecution(handler, messageID string) *telemetry.Run {
+	return telemetry.NewRun(handler, messageID)
 }
 
-// newExecution starts the record of one run of handler on one message.
-func (c *Consumers) newExecution(handler, messageID string) *execution {
-	return &execution{handler: handler, messageID: messageID, metrics: c.metrics}
-}
-
-// start begins the run of handler on msg: msg's context, and the run's
-// record.
-func (c *Consumers) start(msg *message.Message, handler string) (context.Context, *execution) {
-	return msg.Context(), c.newExecution(handler, msg.UUID)
-}
-
-// forOrder names the order the run is about, in its record and in ctx's
-// spans and logs.
-func (e *execution) forOrder(ctx context.Context, orderID uuid.UUID) context.Context {
-	e.orderID = uuid.NullUUID{UUID: orderID, Valid: true}
-	return telemetry.WithOrderID(ctx, orderID.String())
-}
-
-// step runs fn as the guarded step effectName of the run, protected by
-// technique t: its span "effect <name>" encloses fn's work, and the guard's
-// answer fn returns is recorded (the execution log, the span's
-// idempotency.outcome, the effect counters). A step whose fn failed stays
-// open; record closes it with the run's error.
-func (e *execution) step(ctx context.Context, effectName string, t effect.Technique, fn func(ctx context.Context) (effect.Outcome, error)) (effect.Outcome, error) {
-	ctx, s := e.begin(ctx, effectName, t)
-	outcome, err := fn(ctx)
-	if err != nil {
-		return "", err
-	}
-	s.end(outcome)
-	return outcome, nil
-}
-
-func (e *execution) add(effectName string, t effect.Technique, o effect.Outcome) {
-	e.results = append(e.results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
-}
-
-// step is one guarded step of a run, in flight.
-type step struct {
-	*telemetry.Step
-	run *execution
-}
-
-// begin starts a guarded step: its span "effect <name>" opens now, as a child
-// of the span in ctx, so the step's queries and calls nest under it. Do the
-// step's work with the returned context and report the guard's answer with
-// end.
-func (e *execution) begin(ctx context.Context, effectName string, t effect.Technique) (context.Context, step) {
-	ctx, s := telemetry.StartStep(ctx, e.metrics, effectName, t)
-	e.steps = append(e.steps, s)
-	return ctx, step{Step: s, run: e}
-}
-
-// end records the guard's answer: in the run's results (the execution log),
-// on the step's span (idempotency.outcome) and in the effect counters.
-func (s step) end(o effect.Outcome) {
-	s.run.add(s.Effect(), s.Technique(), o)
-	s.Step.End(o)
-}
-
-// record writes the run to the execution log and returns runErr unchanged.
-// The log write uses a context that outlives a cancelled delivery, so a run
-// cut short by shutdown is still counted. Steps the run began but did not
-// end (it failed in the middle of one) are closed with runErr.
-func (c *Consumers) record(ctx context.Context, e *execution, runErr error) error {
-	for _, s := range e.steps {
-		s.Fail(runErr)
-	}
-	c.metrics.Execution(ctx, e.handler, runErr)
+// record writes the run to the execution log, counts it, and returns
+// runErr unchanged. The log write uses a context that outlives a cancelled
+// delivery, so a run cut short by shutdown is still counted.
+func (c *Consumers) record(ctx context.Context, e *telemetry.Run, runErr error) error {
+	c.metrics.Run(ctx, e, runErr)
 	if c.logger != nil {
 		// The error itself is returned, and the router logs it: here only
 		// whether the run failed.
-		c.logger.InfoContext(ctx, "execution", "handler", e.handler, "message_id", e.messageID,
-			"order_id", e.orderID.UUID.String(), "outcomes", e.summary(), "failed", runErr != nil)
+		c.logger.InfoContext(ctx, "execution", "handler", e.Handler, "message_id", e.MessageID,
+			"order_id", e.OrderID.UUID.String(), "outcomes", summary(e.Results), "failed", runErr != nil)
 	}
-	outcomes, err := json.Marshal(e.results)
+	outcomes, err := json.Marshal(e.Results)
 	if err != nil {
 		return fmt.Errorf("encode execution outcomes: %w", err)
 	}
@@ -111,9 +42,9 @@ func (c *Consumers) record(ctx context.Context, e *execution, runErr error) erro
 		errText = pgtype.Text{String: runErr.Error(), Valid: true}
 	}
 	row := queries.ExecutionInsertParams{
-		Handler:   e.handler,
-		MessageID: e.messageID,
-		OrderID:   e.orderID,
+		Handler:   e.Handler,
+		MessageID: e.MessageID,
+		OrderID:   e.OrderID,
 		Outcomes:  outcomes,
 		Error:     errText,
 	}
@@ -127,11 +58,19 @@ func (c *Consumers) record(ctx context.Context, e *execution, runErr error) erro
 	return runErr
 }
 
+// recordBatched is record for a run of a batch, whose steps were begun
+// (Run.Begin) for statements of the whole batch: the steps it left open (it
+// failed in the middle of one) are closed with runErr first.
+func (c *Consumers) recordBatched(ctx context.Context, e *telemetry.Run, runErr error) error {
+	e.Close(runErr)
+	return c.record(ctx, e, runErr)
+}
+
 // summary is the run's answers in one short string for the log line, e.g.
 // "paid=already_applied commission=already_applied".
-func (e *execution) summary() string {
-	parts := make([]string, len(e.results))
-	for i, r := range e.results {
+func summary(results []effect.Result) string {
+	parts := make([]string, len(results))
+	for i, r := range results {
 		parts[i] = r.Effect + "=" + string(r.Outcome)
 	}
 	return strings.Join(parts, " ")

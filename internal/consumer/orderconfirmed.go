@@ -13,6 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultAfterProviderCall fires in HandleOrderConfirmed after the
@@ -92,14 +93,14 @@ type notice struct {
 // deliverNotice is the body of HandleOrderConfirmed, for any notice n: the
 // inbox's step encloses the provider's.
 func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
-	ctx, run := c.start(msg, n.handler)
+	ctx, run := msg.Context(), c.newExecution(n.handler, msg.UUID)
 	orderID, err := n.orderID(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	ctx = run.forOrder(ctx, orderID)
+	ctx = run.ForOrder(ctx, orderID)
 
-	_, err = run.step(ctx, n.delivered, effect.Inbox, func(ctx context.Context) (effect.Outcome, error) {
+	_, err = run.Step(ctx, n.delivered, effect.Inbox, func(ctx context.Context) (effect.Outcome, error) {
 		seen, err := c.guards.InboxSeen(ctx, c.q, n.handler, msg.UUID)
 		if err != nil || seen {
 			return effect.AlreadyApplied, err
@@ -122,8 +123,8 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 
 // sendNotice asks the provider for notice n about the order, under the message's
 // provider key, and logs its answer: the guarded step n.sent.
-func (c *Consumers) sendNotice(ctx context.Context, run *execution, messageID string, orderID uuid.UUID, n notice) error {
-	_, err := run.step(ctx, n.sent, effect.ProviderKey, func(ctx context.Context) (effect.Outcome, error) {
+func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) error {
+	_, err := run.Step(ctx, n.sent, effect.ProviderKey, func(ctx context.Context) (effect.Outcome, error) {
 		sent, err := c.notifier.Send(ctx, c.guards.ProviderKey(messageID), orderID, n.template)
 		if err != nil {
 			return "", err

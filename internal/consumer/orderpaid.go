@@ -16,6 +16,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/stock"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // Fault points of order_paid, armed with --faults.
@@ -41,12 +42,12 @@ const (
 // already_applied and step 2 completes the work. A refunded order applies
 // nothing; an order whose items are short is given its money back instead.
 func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
-	ctx, run := c.start(msg, HandlerOrderPaid)
+	ctx, run := msg.Context(), c.newExecution(HandlerOrderPaid, msg.UUID)
 	p, err := messages.DecodeOrderPaid(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	ctx = run.forOrder(ctx, p.OrderID)
+	ctx = run.ForOrder(ctx, p.OrderID)
 
 	o, fulfil, err := c.markPaid(ctx, run, p.OrderID, msg.UUID)
 	if errors.Is(err, order.ErrNotFound) {
@@ -62,7 +63,7 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		return c.record(ctx, run, nil) // no commission for an order given back
 	}
 
-	_, err = run.step(ctx, effect.Commission, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
+	_, err = run.Step(ctx, effect.Commission, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
 		return c.releaseCommissionIfPaid(ctx, o, msg.UUID)
 	})
 	if err != nil {
@@ -79,10 +80,10 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 // applies nothing), one being refunded, and one compensated here because
 // its items are short (refund.Compensate: its one refund intent, with its
 // refund_requested message).
-func (c *Consumers) markPaid(ctx context.Context, run *execution, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
+func (c *Consumers) markPaid(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
 	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		paid, err := run.step(ctx, effect.Paid, effect.StateCheck, func(ctx context.Context) (outcome effect.Outcome, err error) {
+		paid, err := run.Step(ctx, effect.Paid, effect.StateCheck, func(ctx context.Context) (outcome effect.Outcome, err error) {
 			outcome, o, err = c.guards.MarkPaid(ctx, q, orderID, messageID)
 			return outcome, err
 		})
@@ -92,7 +93,7 @@ func (c *Consumers) markPaid(ctx context.Context, run *execution, orderID uuid.U
 		if fulfil, err = fulfils(ctx, q, o); err != nil || !fulfil {
 			return err
 		}
-		_, err = run.step(ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
+		_, err = run.Step(ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
 			return c.guards.ReserveStock(ctx, tx, o.ID, messageID)
 		})
 		if errors.Is(err, stock.ErrOutOfStock) {
@@ -125,12 +126,12 @@ func fulfils(ctx context.Context, q *queries.Queries, o queries.Order) (bool, er
 
 // enqueueConfirmation writes order_confirmed for the order to the outbox, in
 // tx, the transition's transaction: the guarded step "confirmation_enqueued".
-func (c *Consumers) enqueueConfirmation(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID) error {
+func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run, tx pgx.Tx, orderID uuid.UUID) error {
 	confirmation, err := messages.NewOrderConfirmed(orderID)
 	if err != nil {
 		return err
 	}
-	_, err = run.step(ctx, effect.ConfirmationEnqueued, effect.Outbox, func(ctx context.Context) (effect.Outcome, error) {
+	_, err = run.Step(ctx, effect.ConfirmationEnqueued, effect.Outbox, func(ctx context.Context) (effect.Outcome, error) {
 		return effect.Applied, c.guards.Enqueue(ctx, tx, messages.TopicOrderConfirmed, confirmation)
 	})
 	return err
@@ -138,8 +139,8 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *execution, tx 
 
 // compensate records, in tx, the refund of an order whose items are short
 // (short, the error that said so): the guarded step "refund_requested".
-func (c *Consumers) compensate(ctx context.Context, run *execution, tx pgx.Tx, orderID uuid.UUID, short error) error {
-	_, err := run.step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
+func (c *Consumers) compensate(ctx context.Context, run *telemetry.Run, tx pgx.Tx, orderID uuid.UUID, short error) error {
+	_, err := run.Step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
 		return refund.Compensate(ctx, tx, orderID)
 	})
 	if err != nil {

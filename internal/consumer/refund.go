@@ -18,6 +18,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // FaultAfterGatewayRefund fires in HandleRefundRequested after the gateway
@@ -31,12 +32,12 @@ const FaultAfterGatewayRefund = "refund_requested.after_gateway_refund"
 // however often the event is delivered, and whether it arrives before or
 // after the order's payment.succeeded.
 func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
-	ctx, run := c.start(msg, HandlerOrderRefunded)
+	ctx, run := msg.Context(), c.newExecution(HandlerOrderRefunded, msg.UUID)
 	p, err := messages.DecodeOrderRefunded(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	ctx = run.forOrder(ctx, p.OrderID)
+	ctx = run.ForOrder(ctx, p.OrderID)
 	err = c.applyRefund(ctx, run, p.OrderID, msg.UUID)
 	if errors.Is(err, order.ErrNotFound) {
 		return c.record(ctx, run, permanent(fmt.Errorf("order_refunded for unknown order %s: %w", p.OrderID, err)))
@@ -62,12 +63,12 @@ func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
 // a 5xx: transient, retried with the same key; any other 4xx: the gateway
 // refuses for good, the message goes to the poison queue.
 func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
-	ctx, run := c.start(msg, HandlerRefundRequested)
+	ctx, run := msg.Context(), c.newExecution(HandlerRefundRequested, msg.UUID)
 	p, err := messages.DecodeRefundRequested(msg.Payload)
 	if err != nil {
 		return c.record(ctx, run, permanent(err))
 	}
-	ctx = run.forOrder(ctx, p.OrderID)
+	ctx = run.ForOrder(ctx, p.OrderID)
 
 	o, err := order.Get(ctx, c.q, p.OrderID)
 	if err != nil {
@@ -88,7 +89,7 @@ func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
 }
 
 // refundAtGateway is the guarded step "gateway_refund" of run.
-func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queries.Order) error {
+func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o queries.Order) error {
 	if c.gateway == nil {
 		return errors.New("no payment gateway configured for refunds (FAKES_URL)")
 	}
@@ -99,7 +100,7 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 	if err != nil {
 		return fmt.Errorf("read the charge of order %s: %w", o.ID, err)
 	}
-	ctx, refunded := run.begin(ctx, effect.GatewayRefund, effect.ProviderKey)
+	ctx, refunded := run.Begin(ctx, effect.GatewayRefund, effect.ProviderKey)
 	key := payment.RefundKey(o.ID)
 	answer, err := c.gateway.Refund(ctx, key, payment.RefundRequest{ChargeID: chargeID, AmountCents: o.AmountCents})
 	if err != nil {
@@ -122,9 +123,9 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 	}
 	switch s := answer.Status; {
 	case s/100 == 2 && !answer.Replayed:
-		refunded.end(effect.Applied)
+		refunded.End(effect.Applied)
 	case s/100 == 2, s == http.StatusConflict:
-		refunded.end(effect.AlreadyApplied)
+		refunded.End(effect.AlreadyApplied)
 	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooEarly, s == http.StatusTooManyRequests:
 		return fmt.Errorf("refund order %s: the gateway answered %d, not now", o.ID, s)
 	default:
@@ -148,22 +149,22 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *execution, o queri
 // The three are tried on every delivery: each guard answers for itself.
 // The order's row lock, taken by MarkRefunded, serialises this with the
 // commission of order_paid (releaseCommissionIfPaid).
-func (c *Consumers) applyRefund(ctx context.Context, run *execution, orderID uuid.UUID, messageID string) error {
+func (c *Consumers) applyRefund(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) error {
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		refunded, err := run.step(ctx, effect.Refunded, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
+		refunded, err := run.Step(ctx, effect.Refunded, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
 			outcome, _, err := c.guards.MarkRefunded(ctx, q, orderID, messageID)
 			return outcome, err
 		})
 		if err != nil {
 			return err
 		}
-		if _, err := run.step(ctx, effect.StockReleased, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
+		if _, err := run.Step(ctx, effect.StockReleased, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
 			return c.guards.ReleaseStock(ctx, tx, orderID, messageID)
 		}); err != nil {
 			return err
 		}
-		if _, err := run.step(ctx, effect.CommissionReversed, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
+		if _, err := run.Step(ctx, effect.CommissionReversed, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
 			return c.guards.ReverseCommission(ctx, q, orderID, messageID)
 		}); err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 )
 
 // MarkPaid moves the order from pending to paid and records the transition,
-// inside the caller's transaction.
+// in one statement (OrderMarkPaid), inside the caller's transaction.
 //
 // Effect protected: "the order was marked paid", and everything that hangs
 // off that transition (the confirmation is written in the same transaction).
@@ -28,53 +28,40 @@ import (
 // order was already paid, NotApplicable when it was refunded (MarkRefunded:
 // terminal), and ErrNotFound when there is no such order.
 func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
-	o, err := q.OrderMarkPaid(ctx, orderID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Nothing matched: either the order is already paid, or it does not exist.
-		existing, getErr := Get(ctx, q, orderID)
-		if getErr != nil {
-			return "", queries.Order{}, getErr
-		}
-		if existing.Status == StatusRefunded {
-			// Refunded is terminal: a late payment event changes nothing.
-			return effect.NotApplicable, existing, nil
-		}
-		return effect.AlreadyApplied, existing, nil
+	moved, err := q.OrderMarkPaid(ctx, queries.OrderMarkPaidParams{OrderID: orderID, MessageID: messageID})
+	if err == nil {
+		return effect.Applied, queries.Order(moved), nil
 	}
-	if err != nil {
+	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
-		return "", queries.Order{}, err
+	// Nothing matched: the order is paid or refunded already, or there is
+	// no such order. A statement of its own: it sees what the one that
+	// moved it committed.
+	o, err := q.OrderGet(ctx, orderID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", queries.Order{}, ErrNotFound
+	case err != nil:
+		return "", queries.Order{}, fmt.Errorf("get order %s: %w", orderID, err)
+	case o.Status == StatusRefunded:
+		return effect.NotApplicable, o, nil // terminal: a late payment event changes nothing
 	}
-	return effect.Applied, o, nil
+	return effect.AlreadyApplied, o, nil
 }
 
-// MarkPaidUnguarded is the mistake MarkPaid prevents, kept so the scenario
-// "--without state-check" can show the damage: an unconditional UPDATE that
-// "transitions" the order on every execution.
+// MarkPaidUnguarded is the mistake MarkPaid prevents, which the lab wires in
+// its place (--without state-check): an unconditional UPDATE that
+// "transitions" the order, and records the transition, on every execution.
 func MarkPaidUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
-	o, err := q.OrderMarkPaidUnconditional(ctx, orderID)
+	moved, err := q.OrderMarkPaidUnconditional(ctx, queries.OrderMarkPaidUnconditionalParams{OrderID: orderID, MessageID: messageID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, ErrNotFound
 	}
 	if err != nil {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	if err := recordTransition(ctx, q, orderID, messageID); err != nil {
-		return "", queries.Order{}, err
-	}
-	return effect.Applied, o, nil
-}
-
-func recordTransition(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) error {
-	err := q.OrderTransitionInsert(ctx, queries.OrderTransitionInsertParams{
-		OrderID: orderID, FromStatus: StatusPending, ToStatus: StatusPaid, MessageID: messageID,
-	})
-	if err != nil {
-		return fmt.Errorf("record transition of order %s: %w", orderID, err)
-	}
-	return nil
+	return effect.Applied, queries.Order(moved), nil
 }
 
 // MarkPaidBatch is MarkPaid for a set of distinct orders, in two

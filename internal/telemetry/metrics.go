@@ -74,6 +74,18 @@ func (m *Metrics) Effect(ctx context.Context, effectName string, t effect.Techni
 	}
 }
 
+// Run counts one handler run, recorded with runErr (nil: it succeeded), and
+// the answers of its steps.
+func (m *Metrics) Run(ctx context.Context, r *Run, runErr error) {
+	if m == nil {
+		return
+	}
+	for _, res := range r.Results {
+		m.Effect(ctx, res.Effect, res.Technique, res.Outcome)
+	}
+	m.Execution(ctx, r.Handler, runErr)
+}
+
 // Execution counts one handler run.
 func (m *Metrics) Execution(ctx context.Context, handler string, runErr error) {
 	if m == nil {

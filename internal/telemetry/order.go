@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -30,6 +31,13 @@ func WithOrderID(ctx context.Context, orderID string) context.Context {
 	}
 	span.SetAttributes(AttrOrderID.String(orderID))
 	return context.WithValue(ctx, orderIDKey{}, orderID)
+}
+
+// ForOrder names the order run is about: in its record, and, as
+// WithOrderID does, in ctx's spans and logs.
+func (r *Run) ForOrder(ctx context.Context, orderID uuid.UUID) context.Context {
+	r.OrderID = uuid.NullUUID{UUID: orderID, Valid: true}
+	return WithOrderID(ctx, orderID.String())
 }
 
 // OrderIDFrom returns the order id WithOrderID put in ctx, or "".

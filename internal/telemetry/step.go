@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -40,6 +42,7 @@ type Step struct {
 	effect    string
 	technique effect.Technique
 	ended     bool
+	run       *Run // the run whose answers End adds to; nil: none
 }
 
 // StartStep starts the span of the step that applies effectName, protected
@@ -67,6 +70,9 @@ func (s *Step) End(o effect.Outcome) {
 	s.span.SetAttributes(AttrOutcome.String(string(o)))
 	s.metrics.Effect(s.ctx, s.effect, s.technique, o)
 	s.span.End()
+	if s.run != nil {
+		s.run.Results = append(s.run.Results, effect.Result{Effect: s.effect, Technique: s.technique, Outcome: o})
+	}
 }
 
 // Fail ends the span with err, when the step stopped before its guard could
@@ -81,4 +87,58 @@ func (s *Step) Fail(err error) {
 		s.span.SetStatus(codes.Error, err.Error())
 	}
 	s.span.End()
+}
+
+// Run is one handler run on one message: what it was given, and the answer
+// of each guarded step, as the execution log stores them.
+type Run struct {
+	Handler   string
+	MessageID string
+	OrderID   uuid.NullUUID
+	Results   []effect.Result
+	open      []*Step // begun with Begin; Close fails any left open
+}
+
+// NewRun starts the run of handler on the message messageID. Its steps'
+// answers are counted when the run is recorded (Metrics.Run).
+func NewRun(handler, messageID string) *Run {
+	return &Run{Handler: handler, MessageID: messageID}
+}
+
+// Step runs fn as the guarded step that applies effectName, protected by
+// technique t: one span, "effect <name>", encloses fn's work (fn gets its
+// context) and carries the answer fn returns, which is counted and kept in
+// r.Results; an error fails the span instead.
+func (r *Run) Step(ctx context.Context, effectName string, t effect.Technique, fn func(ctx context.Context) (effect.Outcome, error)) (effect.Outcome, error) {
+	ctx, span := TracerFrom(ctx).Start(ctx, "effect "+effectName,
+		trace.WithAttributes(AttrEffect.String(effectName), AttrTechnique.String(string(t))))
+	defer span.End()
+	o, err := fn(ctx)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return "", err
+	}
+	span.SetAttributes(AttrOutcome.String(string(o)))
+	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
+	return o, nil
+}
+
+// Begin starts a step of r to be ended later (End adds its answer to
+// r.Results): for a step whose answer comes from a statement for many
+// runs, as in batch mode. Close fails the steps left open.
+func (r *Run) Begin(ctx context.Context, effectName string, t effect.Technique) (context.Context, *Step) {
+	ctx, s := StartStep(ctx, nil, effectName, t)
+	s.run = r
+	r.open = append(r.open, s)
+	return ctx, s
+}
+
+// Close fails, with err, every step begun and not ended: the run stopped
+// in the middle of them.
+func (r *Run) Close(err error) {
+	for _, s := range r.open {
+		s.Fail(err)
+	}
+	r.open = nil
 }
