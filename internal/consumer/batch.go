@@ -3,12 +3,14 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -52,9 +54,8 @@ import (
 // message of it can be acked. Failing them all would make one bad message
 // stall its neighbours at every redelivery until they are all poisoned;
 // instead the batch is split in halves and each half is handled again,
-// recursively: the bad message ends up alone in log2(N) rounds, where it
-// takes HandleOrderPaid's path and its own answer, while the halves
-// without it commit. Work an earlier round committed (step 1, when step 2
+// recursively: the bad message ends up alone in log2(N) rounds, where the
+// failure is its own answer, while the halves without it commit. Work an earlier round committed (step 1, when step 2
 // failed) meets its guards again and answers already_applied. Each
 // attempt that failed is in the execution log, as a failed run is.
 //
@@ -63,12 +64,6 @@ import (
 func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {
-		return errs
-	}
-	if len(msgs) == 1 {
-		for i, m := range msgs {
-			errs[i] = c.HandleOrderPaid(m)
-		}
 		return errs
 	}
 	b := c.newBatch(msgs)
@@ -80,13 +75,13 @@ func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 			errs[i] = it.err
 			continue
 		}
-		_ = c.recordBatched(it.ctx, it.run, fmt.Errorf("order_paid batch of %d: %w", len(msgs), failure))
+		_ = c.record(it.ctx, it.run, fmt.Errorf("order_paid batch of %d: %w", len(msgs), failure))
 		again, at = append(again, msgs[i]), append(at, i)
 	}
 	if len(again) == 0 {
 		return errs
 	}
-	if b.ctx.Err() != nil { // shutting down: splitting cannot help
+	if len(msgs) == 1 || b.ctx.Err() != nil { // alone, or shutting down: splitting cannot help
 		for _, i := range at {
 			errs[i] = fmt.Errorf("order_paid batch: %w", failure)
 		}
@@ -122,7 +117,6 @@ type batchItem struct {
 	// moved: this message moved its order to paid (the state check's
 	// applied): it records the transition and enqueues the confirmation.
 	moved bool
-	paid  *telemetry.Step // its state check's step
 	// key is the ledger key of the commission this message credits in step
 	// 2 (commissionKeys); carries: it is the first message of the batch
 	// holding that key, and its row is the one inserted.
@@ -182,7 +176,7 @@ func (c *Consumers) newBatch(msgs []*message.Message) *batch {
 
 // finish records the execution of it with err as its answer.
 func (c *Consumers) finish(it *batchItem, err error) {
-	it.err, it.done = c.recordBatched(it.ctx, it.run, err), true
+	it.err, it.done = c.record(it.ctx, it.run, err), true
 }
 
 // applyBatch runs both steps. An error it returns belongs to no message in
@@ -205,13 +199,33 @@ func (c *Consumers) applyBatch(b *batch) error {
 				continue
 			}
 			if !it.carries { // a later message holding the carrier's key
-				_, s := it.run.Begin(it.ctx, effect.Commission, effect.LedgerKey)
-				s.End(asLater(b.commission[it.key]))
+				it.run.Answer(it.ctx, effect.Commission, effect.LedgerKey, asLater(b.commission[it.key]), time.Now())
 			}
 			c.finish(it, c.faults.Hit(FaultBeforeAck))
 		}
 	}
 	return nil
+}
+
+// commissionKeys gives each message still standing after step 1 the
+// ledger key its commission is inserted under in step 2, the business key
+// ledger.EntryKey(order id, affiliate_commission), and makes the first
+// message of each order its carrier: the carriers' rows are inserted, and
+// a later message of the order answers as its delivery after the carrier
+// would.
+func (c *Consumers) commissionKeys(b *batch) {
+	carried := map[string]bool{}
+	for _, o := range b.orders {
+		for _, it := range o.items {
+			if it.done {
+				continue
+			}
+			it.key = ledger.EntryKey(o.id.String(), ledger.EntryTypeCommission)
+			if !carried[it.key] {
+				carried[it.key], it.carries = true, true
+			}
+		}
+	}
 }
 
 // afterMarkPaid answers, once step 1 has committed, the messages that have
@@ -233,13 +247,4 @@ func (c *Consumers) afterMarkPaid(b *batch) {
 			}
 		}
 	}
-}
-
-// asLater is the answer a later message of an order gets for a step whose
-// first message got o: what it would get delivered after it.
-func asLater(o effect.Outcome) effect.Outcome {
-	if o == effect.Applied {
-		return effect.AlreadyApplied
-	}
-	return o
 }

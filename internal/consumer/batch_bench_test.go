@@ -29,7 +29,7 @@ func BenchmarkOrderPaidBatch(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			pool, _ := pgtest.NewDatabase(b)
-			c := consumer.NewConsumers(pool, nil, nil)
+			c := consumer.NewConsumers(pool, nil)
 			q := queries.New(pool)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()

@@ -14,14 +14,30 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
-	"github.com/orderpaid/orderpaid/internal/notify"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// Helpers of batch_levers_test.go: the deliveries, the twins handled one by
-// one, and what the tests read back.
+// Helpers of batch_guards_off_test.go: the batch handlers wired as
+// cmd/orderpaid/serve.go wires them, the deliveries, the twins handled one
+// by one, and what the tests read back.
+
+// paidBatch is the order_paid batch handler of b, wired as
+// cmd/orderpaid/serve.go wires it: its execution log in one statement
+// (Batched) and, while a consumer guard of b.guards is off, each message
+// handed to HandleOrderPaid in turn, held for the outbox's mistake
+// (switches.Batches).
+func (b *bundle) paidBatch() func([]*message.Message) []error {
+	return switches.Batches(b.guards, b.c.Batched((*consumer.Consumers).HandleOrderPaidBatch), b.c.HandleOrderPaid)
+}
+
+// confirmedBatch is the order_confirmed batch handler of b, wired as
+// paidBatch is, HandleOrderConfirmed its per-message handler.
+func (b *bundle) confirmedBatch() func([]*message.Message) []error {
+	return switches.Batches(b.guards, b.c.Batched((*consumer.Consumers).HandleOrderConfirmedBatch), b.c.HandleOrderConfirmed)
+}
 
 // recordingPublisher is the broker the outbox-off mistake publishes to
 // directly: it records each Publish call.
@@ -38,6 +54,13 @@ func (p *recordingPublisher) Publish(_ string, msgs ...*message.Message) error {
 }
 
 func (p *recordingPublisher) Close() error { return nil }
+
+// callCount is the number of Publish calls so far.
+func (p *recordingPublisher) callCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.calls)
+}
 
 // published counts the confirmations of o published directly.
 func (p *recordingPublisher) published(t *testing.T, o queries.Order) int {
@@ -59,11 +82,11 @@ func (p *recordingPublisher) published(t *testing.T, o queries.Order) int {
 	return n
 }
 
-// withDirect returns b with consumers that obey b.lv and publish to pub
-// where the outbox is off.
+// withDirect returns b with consumers that have b.guards off and publish
+// to pub where the outbox is off (switches.Consumers' direct broker).
 func withDirect(b *bundle, pub message.Publisher) *bundle {
 	cp := *b
-	cp.c = consumer.NewConsumers(b.pool, notify.NewClient(b.gwURL, nil).WithLevers(b.lv), pub).WithLevers(b.lv)
+	cp.c = b.consumers(pub)
 	return &cp
 }
 
@@ -135,13 +158,13 @@ func (b *bundle) answers(t *testing.T, handler string, o queries.Order) []string
 
 func runPaidFirst(t *testing.T, b *bundle, orders []queries.Order) {
 	t.Helper()
-	deliverBatch(t, b, paidMessages(t, orders, paidBatches[0]))
+	wantOnlyInjected(t, handleBatch(b.paidBatch(), paidMessages(t, orders, paidBatches[0])), -1)
 }
 
 func runPaidRest(t *testing.T, b *bundle, orders []queries.Order) {
 	t.Helper()
 	for _, batch := range paidBatches[1:] {
-		deliverBatch(t, b, paidMessages(t, orders, batch))
+		wantOnlyInjected(t, handleBatch(b.paidBatch(), paidMessages(t, orders, batch)), -1)
 	}
 }
 
@@ -149,7 +172,7 @@ func runPaidOneByOne(t *testing.T, b *bundle, orders []queries.Order) {
 	t.Helper()
 	for _, batch := range paidBatches {
 		for _, m := range paidMessages(t, orders, batch) {
-			if err := deliver(b.c.HandleOrderPaid, m); err != nil {
+			if err := deliver(b.routed(b.c.HandleOrderPaid), m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -177,7 +200,7 @@ func wantOnlyInjected(t *testing.T, errs []error, index int) {
 	t.Helper()
 	for i, err := range errs {
 		if i == index {
-			if !errors.Is(err, levers.ErrInjected) {
+			if !errors.Is(err, fault.ErrInjected) {
 				t.Fatalf("message %d: %v, want the injected fault", i, err)
 			}
 			continue

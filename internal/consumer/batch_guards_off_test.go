@@ -6,24 +6,31 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// The batch handlers with a guard switched off: each guard's set-based
-// mistake (batch_levers.go) must do exactly the damage the per-message
-// path does without that guard, and nothing else. Each test runs one
-// sequence of batches over orders A, B and C, and the same deliveries one
-// by one (HandleOrderPaid, HandleOrderConfirmed) over twin orders, and
-// checks
+// The batch handlers with a guard switched off, wired as
+// cmd/orderpaid/serve.go wires them (switches.Consumers, and
+// switches.Batches around the batch handler: paidBatch, confirmedBatch).
+// No mistake has a set form: with a consumer guard off, a batch hands its
+// messages one at a time to the per-message handler, and so must do
+// exactly the damage the per-message path does without that guard, and
+// nothing else. Each test runs one sequence of batches over orders A, B
+// and C, and the same deliveries one by one (HandleOrderPaid,
+// HandleOrderConfirmed) over twin orders, and checks
 //
 //   - the damage itself: the effect at 2 where the guard is off, at 1
 //     with it on;
 //   - that the batch did what the per-message path did: the same audit and
 //     the same answers in every execution, order by order;
-//   - that the batch took the set-based path: the rows of its effect, for
-//     all three orders, were written by one transaction (one xmin), which
-//     the per-message path, a transaction per message, never does.
+//   - which path the batch took: with the guard on, the set-based one, the
+//     rows of its effect, for all three orders, written by one transaction
+//     (one xmin), which the per-message path, a transaction per message,
+//     never does; with the guard off, one message at a time, a
+//     transaction per row.
 
 // The order_paid sequence: A twice in the first batch (two provider
 // events), B and C once; then a later batch with a new event for B and a
@@ -34,10 +41,10 @@ var paidBatches = [][]delivery{
 }
 
 // The order_paid guards, each switched off in turn.
-func TestOrderPaidBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T) {
+func TestOrderPaidBatchWithAGuardOffDoesThePerMessageDamage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		guard levers.Guard
+		guard string
 		table string // where the effect is written, one row per time
 		// perOrderOn: with the guard on, the batch writes table order by
 		// order, in savepoints of its transaction (stock.Reserve), each
@@ -49,32 +56,38 @@ func TestOrderPaidBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T
 		off [3]int64
 	}{
 		// Every delivery moves the order again, C's redelivered message too.
-		{levers.StateCheck, "order_transitions", false, func(a queries.AuditOrderRow) int64 { return a.Paid }, [3]int64{2, 2, 2}},
+		{effect.GuardStateCheck, "order_transitions", false, func(a queries.AuditOrderRow) int64 { return a.Paid }, [3]int64{2, 2, 2}},
 		// Keyed by the delivery: two events credit twice, one message
 		// redelivered (C) still once.
-		{levers.LedgerKey, "ledger_entries", false, func(a queries.AuditOrderRow) int64 { return a.Commission }, [3]int64{2, 2, 1}},
+		{effect.GuardLedgerKey, "ledger_entries", false, func(a queries.AuditOrderRow) int64 { return a.Commission }, [3]int64{2, 2, 1}},
 		// The naive counter takes the items at every delivery.
-		{levers.StockReservation, "stock_movements", true, func(a queries.AuditOrderRow) int64 { return a.StockReserved }, [3]int64{2, 2, 2}},
+		{effect.GuardStockReservation, "stock_movements", true, func(a queries.AuditOrderRow) int64 { return a.StockReserved }, [3]int64{2, 2, 2}},
 	} {
 		for _, off := range []bool{true, false} {
 			name := fmt.Sprintf("%s off", tc.guard)
-			lv := levers.None().Without(tc.guard)
+			set := switches.Without(tc.guard)
 			want := tc.off
 			if !off {
-				name, lv, want = fmt.Sprintf("%s on", tc.guard), levers.None(), [3]int64{1, 1, 1}
+				name, set, want = fmt.Sprintf("%s on", tc.guard), nil, [3]int64{1, 1, 1}
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, lv)
+				b := setup(t, set)
 				orders, twins := stockOrders(t, b, "sku-batch"), stockOrders(t, b, "sku-single")
 				// Only the first batch's rows: the set-based path writes
-				// them in one transaction.
+				// them in one transaction, one message at a time writes
+				// one row per message (every message of it applies the
+				// effect without the guard) in a transaction of its own.
 				table := tc.table
 				if !off && tc.perOrderOn {
 					table = "order_transitions"
 				}
 				runPaidFirst(t, b, orders)
-				if n := transactions(t, b, table, orders); n != 1 {
+				n := transactions(t, b, table, orders)
+				switch {
+				case off && n != len(paidBatches[0]):
+					t.Errorf("the first batch's %s rows come from %d transactions, want %d: the batch did not hand its messages over one by one", table, n, len(paidBatches[0]))
+				case !off && n != 1:
 					t.Errorf("the first batch's %s rows come from %d transactions, want 1: the batch did not take the set-based path", table, n)
 				}
 				runPaidRest(t, b, orders)
@@ -96,12 +109,15 @@ func TestOrderPaidBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T
 	}
 }
 
-// The outbox: with it off, no outbox row, and the confirmations of a batch
-// are published straight to the broker after the commit, in one call. A
-// failure between the commit and that call (the fault point after step 1,
-// here for A's first message) loses A's confirmation for good, as one by
-// one: its redelivery finds the order paid and has nothing to publish.
-// With the outbox, the confirmation committed with the transition.
+// The outbox: with it off, no outbox row, and the batch hands its messages
+// one at a time to HandleOrderPaid, held (switches.Batches): each
+// confirmation is published straight to the broker after its message's
+// commits, in a call of its own, as one by one. A failure between the
+// commit and that call (the fault point after step 1, here for A's first
+// message) loses A's confirmation for good, as one by one: its redelivery
+// finds the order paid and has nothing to publish. With the outbox, the
+// confirmation committed with the transition, and the batch took the
+// set-based path.
 func TestOrderPaidBatchWithoutTheOutboxPublishesAfterTheCommit(t *testing.T) {
 	t.Parallel()
 	batches := [][]delivery{
@@ -109,43 +125,50 @@ func TestOrderPaidBatchWithoutTheOutboxPublishesAfterTheCommit(t *testing.T) {
 		{{0, "evt_1"}, {1, "evt_2"}}, // A's failed message again, and a new event for B
 	}
 	for _, off := range []bool{true, false} {
-		name, lv := "outbox off", levers.None().Without(levers.Outbox)
+		name, set := "outbox off", switches.Without(effect.GuardOutbox)
 		wantEnqueued, wantPublished := [3]int64{0, 0, 0}, [3]int{0, 1, 1}
+		// One publish call per confirmation published (B's and C's),
+		// one by one and in the batches alike.
+		wantCalls, wantTransitions := 2, 3
 		if !off {
-			name, lv = "outbox on", levers.None()
+			name, set = "outbox on", nil
 			wantEnqueued, wantPublished = [3]int64{1, 1, 1}, [3]int{0, 0, 0}
+			wantCalls, wantTransitions = 0, 1
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			pub := &recordingPublisher{}
-			b := withDirect(setup(t, lv), pub)
+			b := withDirect(setup(t, set), pub)
 			orders, twins := []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}, []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}
 
-			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
-			wantOnlyInjected(t, handleBatch(b.c.HandleOrderPaidBatch, paidMessages(t, orders, batches[0])), 0)
-			if n := transactions(t, b, "order_transitions", orders); n != 1 {
-				t.Errorf("the first batch's transitions come from %d transactions, want 1: the batch did not take the set-based path", n)
+			b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1)
+			wantOnlyInjected(t, handleBatch(b.paidBatch(), paidMessages(t, orders, batches[0])), 0)
+			// Off: A's first message, B's and C's moved their orders, each
+			// in its own transaction (A's second found A paid).
+			if n := transactions(t, b, "order_transitions", orders); n != wantTransitions {
+				t.Errorf("the first batch's transitions come from %d transactions, want %d (1: the set-based path; 3: one message at a time)", n, wantTransitions)
 			}
-			wantOnlyInjected(t, handleBatch(b.c.HandleOrderPaidBatch, paidMessages(t, orders, batches[1])), -1)
-			pub.mu.Lock()
-			calls := len(pub.calls)
-			pub.mu.Unlock()
-			if want := map[bool]int{true: 1, false: 0}[off]; calls != want {
-				t.Errorf("%d publish calls for the batches, want %d", calls, want)
+			wantOnlyInjected(t, handleBatch(b.paidBatch(), paidMessages(t, orders, batches[1])), -1)
+			calls := pub.callCount()
+			if calls != wantCalls {
+				t.Errorf("%d publish calls for the batches, want %d", calls, wantCalls)
 			}
 
-			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
+			b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1)
 			for k, batch := range batches {
 				for j, m := range paidMessages(t, twins, batch) {
-					err := deliver(b.c.HandleOrderPaid, m)
+					err := deliver(b.routed(b.c.HandleOrderPaid), m)
 					if k == 0 && j == 0 {
-						if !errors.Is(err, levers.ErrInjected) {
+						if !errors.Is(err, fault.ErrInjected) {
 							t.Fatalf("one by one, A's first message: %v, want the injected fault", err)
 						}
 					} else if err != nil {
 						t.Fatal(err)
 					}
 				}
+			}
+			if single := pub.callCount() - calls; single != calls {
+				t.Errorf("%d publish calls one by one, %d for the batches", single, calls)
 			}
 			for i := range orders {
 				if got := b.audit(t, orders[i].ID).ConfirmationEnqueued; got != wantEnqueued[i] {
@@ -160,38 +183,36 @@ func TestOrderPaidBatchWithoutTheOutboxPublishesAfterTheCommit(t *testing.T) {
 	}
 }
 
-// The order_confirmed guards, each switched off in turn. Without the
-// inbox, every copy of a message calls the provider, A's two copies in one
-// batch and B's and C's redeliveries in the next; the provider's key still
-// sends one e-mail each. Without the provider's key, a call whose inbox
-// row was never written (the fault point after the call, for A) is made
-// again by the redelivery with a fresh key: a second e-mail (one by one:
-// the batch's fallback, providerKeyOff).
-func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *testing.T) {
+// The order_confirmed guards, each switched off in turn; with either off
+// the batch hands its messages to HandleOrderConfirmed one at a time (a
+// transaction per provider answer logged). Without the inbox, every copy
+// of a message calls the provider, A's two copies in one batch and B's and
+// C's redeliveries in the next; the provider's key still sends one e-mail
+// each. Without the provider's key, a call whose inbox row was never
+// written (the fault point after the call, for A) is made again by the
+// redelivery with a fresh key: a second e-mail.
+func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		guard   levers.Guard
+		guard   string
 		batches [][]int
 		fault   bool // the fault point after the first call of the first batch
 		// count is the effect of an order; off its values for A, B and C
 		// with the guard off (on: 1 each).
 		count func(t *testing.T, b *bundle, o queries.Order) int
 		off   [3]int
-		// oneByOneOff: with the guard off the batch hands its messages to
-		// HandleOrderConfirmed (providerKeyOff): a transaction per answer.
-		oneByOneOff bool
 	}{
-		{levers.Inbox, [][]int{{0, 0, 1, 2}, {1, 2}}, false, providerCalls, [3]int{2, 2, 2}, false},
-		{levers.ProviderKey, [][]int{{0, 1, 2}, {0, 1}}, true, func(_ *testing.T, b *bundle, o queries.Order) int { return sentTo(b, o) }, [3]int{2, 1, 1}, true},
+		{effect.GuardInbox, [][]int{{0, 0, 1, 2}, {1, 2}}, false, providerCalls, [3]int{2, 2, 2}},
+		{effect.GuardProviderKey, [][]int{{0, 1, 2}, {0, 1}}, true, func(_ *testing.T, b *bundle, o queries.Order) int { return sentTo(b, o) }, [3]int{2, 1, 1}},
 	} {
 		for _, off := range []bool{true, false} {
-			name, lv, want := fmt.Sprintf("%s off", tc.guard), levers.None().Without(tc.guard), tc.off
+			name, set, want := fmt.Sprintf("%s off", tc.guard), switches.Without(tc.guard), tc.off
 			if !off {
-				name, lv, want = fmt.Sprintf("%s on", tc.guard), levers.None(), [3]int{1, 1, 1}
+				name, set, want = fmt.Sprintf("%s on", tc.guard), nil, [3]int{1, 1, 1}
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, lv)
+				b := setup(t, set)
 				orders, twins := []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}, []queries.Order{b.newOrder(t), b.newOrder(t), b.newOrder(t)}
 				failing := -1
 				if tc.fault {
@@ -199,31 +220,33 @@ func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamageSetBased(t *test
 				}
 				for k, batch := range tc.batches {
 					if k == 0 && tc.fault {
-						b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
+						b.faults.Arm(consumer.FaultAfterProviderCall, fault.Fail, 1)
 					}
 					want := -1
 					if k == 0 {
 						want = failing
 					}
-					wantOnlyInjected(t, handleBatch(b.c.HandleOrderConfirmedBatch, confirmedMessages(t, orders, batch)), want)
+					wantOnlyInjected(t, handleBatch(b.confirmedBatch(), confirmedMessages(t, orders, batch)), want)
 					if k == 0 {
+						// Off, every message of the first batch calls the
+						// provider and logs its answer.
 						n := transactions(t, b, "notification_log", orders)
 						switch {
-						case off && tc.oneByOneOff && n != 3:
-							t.Errorf("the first batch's provider answers were logged by %d transactions, want 3: the batch did not hand them over one by one", n)
-						case !(off && tc.oneByOneOff) && n != 1:
+						case off && n != len(batch):
+							t.Errorf("the first batch's provider answers were logged by %d transactions, want %d: the batch did not hand them over one by one", n, len(batch))
+						case !off && n != 1:
 							t.Errorf("the first batch's provider answers were logged by %d transactions, want 1: the batch did not take the set-based path", n)
 						}
 					}
 				}
 				for k, batch := range tc.batches {
 					if k == 0 && tc.fault {
-						b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
+						b.faults.Arm(consumer.FaultAfterProviderCall, fault.Fail, 1)
 					}
 					for j, m := range confirmedMessages(t, twins, batch) {
-						err := deliver(b.c.HandleOrderConfirmed, m)
+						err := deliver(b.routed(b.c.HandleOrderConfirmed), m)
 						if k == 0 && j == failing {
-							if !errors.Is(err, levers.ErrInjected) {
+							if !errors.Is(err, fault.ErrInjected) {
 								t.Fatalf("one by one, message %d: %v, want the injected fault", j, err)
 							}
 						} else if err != nil {

@@ -1,15 +1,20 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/ledger"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/stock"
@@ -65,10 +70,8 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 			continue
 		}
 		ids, leaders = append(ids, o.id), append(leaders, o.items[0].msg.UUID)
-		for _, it := range o.items {
-			_, it.paid = it.run.Begin(it.ctx, effect.Paid, effect.StateCheck)
-		}
 	}
+	started := time.Now()
 	moved, err := order.MarkPaidBatch(b.ctx, q, ids, leaders)
 	if err != nil {
 		return err
@@ -82,15 +85,14 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 			return fmt.Errorf("order %s is %s under its lock, yet the state check did not move it", o.id, o.row.Status)
 		}
 		for i, it := range o.items {
+			outcome := effect.AlreadyApplied
 			switch {
 			case o.moved && i == 0:
-				it.moved = true
-				it.paid.End(effect.Applied)
+				it.moved, outcome = true, effect.Applied
 			case !o.moved && o.row.Status == order.StatusRefunded:
-				it.paid.End(effect.NotApplicable)
-			default:
-				it.paid.End(effect.AlreadyApplied)
+				outcome = effect.NotApplicable
 			}
+			it.run.Answer(it.ctx, effect.Paid, effect.StateCheck, outcome, started)
 		}
 		o.fulfil = o.row.Status != order.StatusRefunded && !o.refundRequested
 	}
@@ -119,6 +121,36 @@ func (c *Consumers) batchFulfil(b *batch, tx pgx.Tx) error {
 	return c.enqueueConfirmationsBatch(b, tx, moved)
 }
 
+// enqueueConfirmationsBatch writes the confirmation of each message of
+// moved (the messages that moved an order to fulfil) to the outbox in tx,
+// step 1's transaction, in one write, each as its message's step
+// "confirmation_enqueued".
+func (c *Consumers) enqueueConfirmationsBatch(b *batch, tx pgx.Tx, moved []*batchItem) error {
+	if len(moved) == 0 {
+		return nil
+	}
+	var confirmations []*message.Message
+	for _, it := range moved {
+		m, err := messages.NewOrderConfirmed(it.run.OrderID.UUID)
+		if err != nil {
+			return err
+		}
+		// The confirmation continues its own order's trace. outbox.Publish
+		// runs below under b.ctx, which holds no span, and so leaves this
+		// trace context in place.
+		telemetry.InjectMessage(it.ctx, m)
+		confirmations = append(confirmations, m)
+	}
+	started := time.Now()
+	if err := outbox.Publish(b.ctx, tx, messages.TopicOrderConfirmed, confirmations...); err != nil {
+		return err
+	}
+	for _, it := range moved {
+		it.run.Answer(it.ctx, effect.ConfirmationEnqueued, effect.Outbox, effect.Applied, started)
+	}
+	return nil
+}
+
 // reserveOrdersStock reserves the items of every order to fulfil, one
 // order after another as HandleOrderPaid does (stock.Reserve: the
 // reservation row, then the guarded decrement), as its first message's
@@ -145,8 +177,9 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 			continue
 		}
 		lead := o.items[0]
-		ctx, reserved := lead.run.Begin(lead.ctx, effect.StockReserved, effect.Reservation)
-		outcome, err := stock.Reserve(ctx, tx, o.id, lead.msg.UUID)
+		outcome, err := lead.run.Step(lead.ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
+			return stock.Reserve(ctx, tx, o.id, lead.msg.UUID)
+		})
 		if errors.Is(err, stock.ErrOutOfStock) {
 			o.fulfil = false
 			if err := c.compensate(lead.ctx, lead.run, tx, o.id, err); err != nil {
@@ -157,11 +190,9 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 		if err != nil {
 			return err
 		}
-		reserved.End(outcome)
 		o.stock = outcome
 		for _, it := range o.items[1:] {
-			_, s := it.run.Begin(it.ctx, effect.StockReserved, effect.Reservation)
-			s.End(asLater(o.stock))
+			it.run.Answer(it.ctx, effect.StockReserved, effect.Reservation, asLater(o.stock), time.Now())
 		}
 	}
 	return nil
@@ -181,7 +212,6 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 func (c *Consumers) batchReleaseCommission(b *batch) error {
 	var ids []uuid.UUID
 	var carriers []*batchItem
-	var steps []*telemetry.Step
 	for _, o := range b.orders {
 		for _, it := range o.items {
 			if it.done || !it.carries {
@@ -190,13 +220,13 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 			if len(ids) == 0 || ids[len(ids)-1] != o.id {
 				ids = append(ids, o.id)
 			}
-			_, s := it.run.Begin(it.ctx, effect.Commission, effect.LedgerKey)
-			carriers, steps = append(carriers, it), append(steps, s)
+			carriers = append(carriers, it)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
+	started := time.Now()
 	err := postgres.InTx(b.ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
 		rows, err := q.OrderLockForCommissionBatch(b.ctx, ids)
@@ -240,8 +270,17 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 	if err != nil {
 		return err
 	}
-	for i, s := range steps {
-		s.End(b.commission[carriers[i].key])
+	for _, it := range carriers {
+		it.run.Answer(it.ctx, effect.Commission, effect.LedgerKey, b.commission[it.key], started)
 	}
 	return nil
+}
+
+// asLater is the answer a later message of an order gets for a step whose
+// first message got o: what it would get delivered after it.
+func asLater(o effect.Outcome) effect.Outcome {
+	if o == effect.Applied {
+		return effect.AlreadyApplied
+	}
+	return o
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/stock"
@@ -69,7 +70,7 @@ func wantEachEffectOnce(t *testing.T, b *bundle, orders []queries.Order, executi
 // effects happen once, and each message still has its own execution.
 func TestOrderPaidBatchWithEveryMessageTwiceAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := newOrders(t, b, 50)
 	deliverBatch(t, b, append(slices.Clone(msgs), msgs...))
 	wantEachEffectOnce(t, b, orders, 2)
@@ -79,7 +80,7 @@ func TestOrderPaidBatchWithEveryMessageTwiceAppliesEachEffectOnce(t *testing.T) 
 // double, effects stay once.
 func TestOrderPaidBatchRedeliveredWholeAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := newOrders(t, b, 50)
 	deliverBatch(t, b, msgs)
 	deliverBatch(t, b, msgs)
@@ -91,7 +92,7 @@ func TestOrderPaidBatchRedeliveredWholeAppliesEachEffectOnce(t *testing.T) {
 // applied in the same attempt, one execution each.
 func TestOrderPaidBatchIsolatesAnUnknownOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := newOrders(t, b, 49)
 	unknown := orderPaid(t, queries.Order{ID: uuid.New(), AmountCents: 10000}, "evt_1")
 	msgs = slices.Insert(msgs, 20, unknown)
@@ -145,7 +146,7 @@ var twins = []twin{
 // audit, the same stock left, the same answers in every execution.
 func TestOrderPaidBatchMatchesThePerMessagePath(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	type pair struct{ batch, single queries.Order }
 	pairs := make([]pair, len(twins))
 	var batch []*message.Message
@@ -227,7 +228,7 @@ func newStockOrderOf(t *testing.T, b *bundle, skus ...string) queries.Order {
 // (StockLockForOrders) keep them from deadlocking.
 func TestOrderPaidBatchesOverlappingAtOnceApplyEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	skus := []string{"sku-x", "sku-y", "sku-z"}
 	orders := make([]queries.Order, 60)
 	msgs := make([]*message.Message, len(orders))
@@ -279,7 +280,7 @@ func TestOrderPaidBatchesOverlappingAtOnceApplyEachEffectOnce(t *testing.T) {
 // other nine are applied.
 func TestOrderPaidBatchSplitsAroundAFailureItCannotAttribute(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := newOrders(t, b, 10)
 	bad := orders[6]
 	if _, err := b.pool.Exec(context.Background(), fmt.Sprintf(`
@@ -315,14 +316,15 @@ func TestOrderPaidBatchSplitsAroundAFailureItCannotAttribute(t *testing.T) {
 	}
 }
 
-// With a guard switched off, the batch shows the damage of the per-message
-// path: here the state check, so every copy of the message transitions the
-// order and enqueues a confirmation again.
+// With a guard switched off, the batch, wired as cmd/orderpaid/serve.go
+// wires it (paidBatch: its messages one at a time), shows the damage of the
+// per-message path: here the state check, so every copy of the message
+// transitions the order and enqueues a confirmation again.
 func TestOrderPaidBatchWithAGuardOffShowsThePerMessageDamage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None().Without(levers.StateCheck))
+	b := setup(t, switches.Without(effect.GuardStateCheck))
 	orders, msgs := newOrders(t, b, 5)
-	deliverBatch(t, b, append(slices.Clone(msgs), msgs...))
+	wantOnlyInjected(t, handleBatch(b.paidBatch(), append(slices.Clone(msgs), msgs...)), -1)
 	for _, o := range orders {
 		if a := b.audit(t, o.ID); a.Paid != 2 || a.ConfirmationEnqueued != 2 {
 			t.Fatalf("order %s: paid %d, confirmation_enqueued %d; want 2 each, as without the state check one by one", o.ID, a.Paid, a.ConfirmationEnqueued)

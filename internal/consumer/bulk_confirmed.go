@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
@@ -72,8 +73,7 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 				errs[i] = c.recordBatched(it.msg.Context(), it.run, fmt.Errorf("the first copy of message %s in this batch failed: %w", it.msg.UUID, err))
 				continue
 			}
-			_, d := it.run.Begin(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox)
-			d.End(effect.AlreadyApplied)
+			it.run.Answer(it.msg.Context(), effect.ConfirmationDelivered, effect.Inbox, effect.AlreadyApplied, time.Now())
 			errs[i] = c.recordBatched(it.msg.Context(), it.run, nil)
 		case it.sent.ID != "":
 			outcome := effect.Applied

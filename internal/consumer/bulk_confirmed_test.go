@@ -10,7 +10,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -44,7 +44,7 @@ func (b *bundle) logRows(t *testing.T) int {
 // every message acknowledged.
 func TestOrderConfirmedBatchSendsOncePerOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := confirmations(t, b, 20)
 	for round := range 2 {
 		for i, err := range b.c.HandleOrderConfirmedBatch(copies(msgs)) {
@@ -75,7 +75,7 @@ func TestOrderConfirmedBatchIsolatesAProviderFailure(t *testing.T) {
 		status    int
 		permanent bool
 	}{{http.StatusUnprocessableEntity, true}, {http.StatusServiceUnavailable, false}} {
-		b := setup(t, levers.None())
+		b := setup(t, nil)
 		_, msgs := confirmations(t, b, 10)
 		single := dedupeCopies(msgs)
 		if err := b.provider.SetControl(fakes.NotifierControl{FailNext: 1, FailStatus: tc.status}); err != nil {
@@ -102,12 +102,12 @@ func TestOrderConfirmedBatchIsolatesAProviderFailure(t *testing.T) {
 // from its store: still one e-mail per order.
 func TestOrderConfirmedBatchCrashAfterTheCallsSendsOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	orders, msgs := confirmations(t, b, 5)
 	single := dedupeCopies(msgs)
-	b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, len(single))
+	b.faults.Arm(consumer.FaultAfterProviderCall, fault.Fail, len(single))
 	for _, err := range b.c.HandleOrderConfirmedBatch(copies(single)) {
-		if !errors.Is(err, levers.ErrInjected) {
+		if !errors.Is(err, fault.ErrInjected) {
 			t.Fatalf("first batch: %v, want the injected failure for every message", err)
 		}
 	}

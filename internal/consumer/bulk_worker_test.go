@@ -21,7 +21,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -125,7 +124,7 @@ func TestBatchLoopPoisonsAloneAndStopsAtATransientFailure(t *testing.T) {
 // and the handler was given batches, not single messages.
 func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 	t.Parallel()
-	bn := setup(t, levers.None())
+	bn := setup(t, nil)
 	b := postgresBroker(t, bn.pool, messages.TopicOrderPaid, consumer.HandlerOrderPaid)
 	var orders []queries.Order
 	var msgs []*message.Message
@@ -204,7 +203,7 @@ func TestBatchLoopAppliesOrderPaidOncePerOrder(t *testing.T) {
 // payload) has no order id, a failed run its error, a good run neither.
 func TestBatchedWritesTheExecutionLogOfTheBatch(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	good := b.newOrder(t)
 	unknown := good
 	unknown.ID = uuid.New()

@@ -13,7 +13,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/messages"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -81,10 +81,10 @@ func TestCommissionSeesARefundAskedWhileItWaitedForTheLock(t *testing.T) {
 
 	t.Run("per message", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, levers.None())
+		b := setup(t, nil)
 		o := b.newOrder(t)
-		b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1) // step 1 done, step 2 not yet
-		if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_p")); !errors.Is(err, levers.ErrInjected) {
+		b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1) // step 1 done, step 2 not yet
+		if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_p")); !errors.Is(err, fault.ErrInjected) {
 			t.Fatalf("order_paid: %v, want the injected failure", err)
 		}
 		ask := askRefund(t, b, o, "FOR UPDATE")
@@ -104,7 +104,7 @@ func TestCommissionSeesARefundAskedWhileItWaitedForTheLock(t *testing.T) {
 
 	t.Run("batch", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, levers.None())
+		b := setup(t, nil)
 		o, other := b.newOrder(t), b.newOrder(t)
 		msgs := []*message.Message{orderPaid(t, o, "evt_p"), orderPaid(t, other, "evt_p")}
 		// The request holds o's lock in the mode the intent's foreign key

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // An order under 10 cents earns a 0-cent commission at 10%: the commission
@@ -14,7 +13,7 @@ import (
 // commission is released as usual.
 func TestCommissionThatRoundsToZeroIsNotApplicable(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		amountCents    int64

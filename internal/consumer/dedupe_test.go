@@ -9,7 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // The wrong fix loses the commission: the failed first run marked the id
@@ -27,7 +27,7 @@ func TestDedupeExecutionsLosesTheCommissionAfterAPartialFailure(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			o := b.newOrder(t)
 			msg := orderPaid(t, o, "evt_1")
 			h := func(m *message.Message) ([]*message.Message, error) { return nil, b.c.HandleOrderPaid(m) }
@@ -38,8 +38,8 @@ func TestDedupeExecutionsLosesTheCommissionAfterAPartialFailure(t *testing.T) {
 				}
 				h = mw(h)
 			}
-			b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
-			for attempt, wantErr := range []error{levers.ErrInjected, nil} {
+			b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1)
+			for attempt, wantErr := range []error{fault.ErrInjected, nil} {
 				m := msg.Copy()
 				m.SetContext(context.Background())
 				if _, err := h(m); !errors.Is(err, wantErr) {

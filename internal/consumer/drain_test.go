@@ -14,7 +14,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -26,7 +25,7 @@ import (
 // handled twice.
 func TestShutdownFinishesAndAcksTheMessageInHand(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	logger := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	brk, err := broker.New(context.Background(), config.Config{Broker: config.BrokerPostgres}, b.pool, logger)
 	if err != nil {

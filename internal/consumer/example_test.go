@@ -48,7 +48,7 @@ func ExampleConsumers_HandleOrderConfirmed() {
 			return a
 		},
 	}))
-	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, srv.Client()), nil).
+	c := consumer.NewConsumers(pool, notify.NewClient(srv.URL, srv.Client())).
 		WithTelemetry(nil, logger)
 
 	o, err := order.Create(ctx, q, order.NewOrder{CustomerID: "c1", AmountCents: 10000, Currency: "BRL"})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -73,7 +72,7 @@ func TestRefundBatchAndOrderPaidBatchDoNotDeadlock(t *testing.T) {
 	// for the last.
 	t.Run("on the orders", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, levers.None())
+		b := setup(t, nil)
 		orders := make([]queries.Order, 4)
 		for i := range orders {
 			orders[i] = b.newOrder(t)
@@ -99,7 +98,7 @@ func TestRefundBatchAndOrderPaidBatchDoNotDeadlock(t *testing.T) {
 	// for sku-b.
 	t.Run("on the SKUs", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, levers.None())
+		b := setup(t, nil)
 		refundB, refundA := newStockOrderOf(t, b, "sku-b"), newStockOrderOf(t, b, "sku-a")
 		paidA, paidB := newStockOrderOf(t, b, "sku-a"), newStockOrderOf(t, b, "sku-b")
 		for _, o := range []queries.Order{refundB, refundA} {

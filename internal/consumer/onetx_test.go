@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -19,7 +18,7 @@ import (
 // lost leaves nothing and answers the loss for every message.
 func TestInOneTransaction(t *testing.T) {
 	t.Parallel()
-	bn := setup(t, levers.None())
+	bn := setup(t, nil)
 	ctx := context.Background()
 	if _, err := bn.pool.Exec(ctx, `CREATE TABLE handled (message_id text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)

@@ -5,30 +5,32 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 func TestOrderConfirmedNotifiesOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name          string
-		levers        levers.Levers
+		off           *switches.Set
 		wantProvider  int // notifications the provider really sent
 		wantDelivered int64
 	}{
-		{"all guards", levers.None(), 1, 1},
+		{"all guards", nil, 1, 1},
 		// The provider key alone still protects the customer: the inbox saves
 		// the call, the key saves the e-mail.
-		{"inbox off", levers.None().Without(levers.Inbox), 1, 1},
+		{"inbox off", switches.Without(effect.GuardInbox), 1, 1},
 		// The inbox alone protects sequential redeliveries...
-		{"provider key off", levers.None().Without(levers.ProviderKey), 1, 1},
+		{"provider key off", switches.Without(effect.GuardProviderKey), 1, 1},
 		// ...but with neither, every redelivery is another e-mail.
-		{"inbox and provider key off", levers.None().Without(levers.Inbox, levers.ProviderKey), 3, 1},
+		{"inbox and provider key off", switches.Without(effect.GuardInbox, effect.GuardProviderKey), 3, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.levers)
+			b := setup(t, tt.off)
 			o := b.newOrder(t)
 			msg := outboxConfirmation(t, o)
 			for i := 0; i < 3; i++ {
@@ -53,20 +55,20 @@ func TestCrashAfterProviderCallSendsOnce(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name         string
-		levers       levers.Levers
+		off          *switches.Set
 		wantProvider int
 	}{
-		{"with the provider key", levers.None(), 1},
-		{"without the provider key", levers.None().Without(levers.ProviderKey), 2},
+		{"with the provider key", nil, 1},
+		{"without the provider key", switches.Without(effect.GuardProviderKey), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.levers)
+			b := setup(t, tt.off)
 			o := b.newOrder(t)
 			msg := outboxConfirmation(t, o)
-			b.faults.Arm(consumer.FaultAfterProviderCall, levers.Fail, 1)
+			b.faults.Arm(consumer.FaultAfterProviderCall, fault.Fail, 1)
 
-			if err := deliver(b.c.HandleOrderConfirmed, msg); !errors.Is(err, levers.ErrInjected) {
+			if err := deliver(b.c.HandleOrderConfirmed, msg); !errors.Is(err, fault.ErrInjected) {
 				t.Fatalf("first delivery: err = %v, want the injected fault", err)
 			}
 			if err := deliver(b.c.HandleOrderConfirmed, msg); err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 )
 
 // The confirmation exists exactly when the transition does, because both are
@@ -34,7 +33,7 @@ func TestConfirmationIsWrittenWithTheTransitionOrNotAtAll(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			o := b.newOrder(t)
 			msg := orderPaid(t, o, "evt_1")
 			refusal := pgtest.RefuseInserts(t, b.pool, tt.table, tt.when)
@@ -82,7 +81,7 @@ func TestConcurrentOrderPaidWaitsForTheFirstTransition(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			o := b.newOrder(t)
 			firstMsg, secondMsg := orderPaid(t, o, tt.first), orderPaid(t, o, tt.second)
 			var first, second error

@@ -8,12 +8,14 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
 
@@ -36,7 +38,7 @@ func TestOrderPaidDeliveredTwiceAppliesEachEffectOnce(t *testing.T) {
 // must still apply each effect once.
 func TestTwoEventsForOnePaymentApplyEachEffectOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.newOrder(t)
 	for _, evt := range []string{"evt_a", "evt_b"} {
 		if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, evt)); err != nil {
@@ -53,17 +55,17 @@ func TestTwoEventsForOnePaymentApplyEachEffectOnce(t *testing.T) {
 func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		levers levers.Levers
-		check  func(t *testing.T, b *bundle, paid, commission, enqueued int64)
+		name  string
+		off   *switches.Set
+		check func(t *testing.T, b *bundle, paid, commission, enqueued int64)
 	}{
-		{"state check off: two transitions, two confirmations", levers.None().Without(levers.StateCheck),
+		{"state check off: two transitions, two confirmations", switches.Without(effect.GuardStateCheck),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if paid != 2 || enqueued != 2 {
 					t.Errorf("paid=%d confirmation_enqueued=%d, want 2 and 2", paid, enqueued)
 				}
 			}},
-		{"ledger key from the delivery: two commissions", levers.None().Without(levers.LedgerKey),
+		{"ledger key from the delivery: two commissions", switches.Without(effect.GuardLedgerKey),
 			func(t *testing.T, b *bundle, paid, commission, enqueued int64) {
 				if commission != 2 {
 					t.Errorf("commission=%d, want 2", commission)
@@ -73,7 +75,7 @@ func TestWithoutAGuardTheEffectHappensTwice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tt.levers)
+			b := setup(t, tt.off)
 			o := b.newOrder(t)
 			for _, evt := range []string{"evt_a", "evt_b"} {
 				if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, evt)); err != nil {
@@ -97,7 +99,7 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			o := b.newOrder(t)
 			msgs := make([]*message.Message, 50)
 			for i := range msgs {
@@ -142,12 +144,12 @@ func TestOrderPaidConcurrentDeliveries(t *testing.T) {
 // must not redo step 1.
 func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
-	b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1)
+	b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1)
 
-	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, levers.ErrInjected) {
+	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("first delivery: err = %v, want the injected fault", err)
 	}
 	if a := b.audit(t, o.ID); a.Paid != 1 || a.Commission != 0 {
@@ -165,12 +167,12 @@ func TestPartialFailureIsCompletedByTheRedelivery(t *testing.T) {
 // broker sends the message again and every effect stays at one.
 func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.newOrder(t)
 	msg := orderPaid(t, o, "evt_1")
-	b.faults.Arm(consumer.FaultBeforeAck, levers.Fail, 1)
+	b.faults.Arm(consumer.FaultBeforeAck, fault.Fail, 1)
 
-	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, levers.ErrInjected) {
+	if err := deliver(b.c.HandleOrderPaid, msg); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("first delivery: err = %v, want the injected fault", err)
 	}
 	if err := deliver(b.c.HandleOrderPaid, msg); err != nil {
@@ -184,7 +186,7 @@ func TestCommitWithoutAckIsRedeliveredHarmlessly(t *testing.T) {
 
 func TestOrderPaidThatCanNeverSucceedIsPermanent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	unknown := b.newOrder(t)
 	unknown.ID[0] ^= 0xff // an order that does not exist
 	for name, msg := range map[string]*message.Message{

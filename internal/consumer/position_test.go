@@ -12,7 +12,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
@@ -39,7 +38,7 @@ func TestPositionWithEffectsLeavesNothingOfABatchCutShort(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bn := setup(t, levers.None())
+			bn := setup(t, nil)
 			b := postgresBroker(t, bn.pool, messages.TopicOrderPaid, consumer.HandlerOrderPaid)
 			var msgs []*message.Message
 			for i := range 10 {

@@ -13,7 +13,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -24,7 +23,7 @@ import (
 // operator replays them.
 func TestRateLimitedProviderDeliversEveryConfirmation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	brk := b.startRouter(t)
 	if err := b.provider.SetControl(fakes.NotifierControl{FailNext: 10, FailStatus: http.StatusTooManyRequests, RetryAfterS: 1}); err != nil {
 		t.Fatal(err)
@@ -84,7 +83,7 @@ func TestProviderRefusalIsPoisoned(t *testing.T) {
 	for _, status := range []int{http.StatusBadRequest, http.StatusUnprocessableEntity} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			brk := b.startRouter(t)
 			if err := b.provider.SetControl(fakes.NotifierControl{FailNext: 100, FailStatus: status, RetryAfterS: 1}); err != nil {
 				t.Fatal(err)
@@ -127,7 +126,7 @@ func TestNotNowWaitsRetryAfter(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, levers.None())
+			b := setup(t, nil)
 			if err := b.provider.SetControl(fakes.NotifierControl{FailNext: 1, FailStatus: http.StatusTooManyRequests, RetryAfterS: tt.retryAfterS}); err != nil {
 				t.Fatal(err)
 			}

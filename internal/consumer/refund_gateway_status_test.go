@@ -12,7 +12,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -23,7 +22,7 @@ import (
 // customer's money stays with the merchant until an operator notices.
 func TestRefundRateLimitedByTheGatewayIsRetried(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.paidOrder(t)
 	request := refundRequested(t, o)
 	if err := b.gateway.SetControl(fakes.GatewayControl{FailNext: 1, FailStatus: http.StatusTooManyRequests}); err != nil {
@@ -61,7 +60,7 @@ func TestRefundRateLimitedByTheGatewayIsRetried(t *testing.T) {
 // refund that has in fact happened and leaves the order paid.
 func TestRefundAlreadyMadeAtTheGatewayIsAlreadyApplied(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.paidOrder(t)
 	ctx := context.Background()
 	chargeID, err := b.q.OrderChargeID(ctx, o.ID)

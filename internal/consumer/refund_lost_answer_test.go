@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -26,23 +28,23 @@ func TestRefundOfAChargeWhoseAnswerWasLost(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		lv      levers.Levers
+		off     *switches.Set
 		guarded bool
 	}{
-		{"guarded", levers.None(), true},
-		{"without the charge record", levers.None().Without(levers.ChargeRecord), false},
+		{"guarded", nil, true},
+		{"without the charge record", switches.Without(effect.GuardChargeRecord), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := setup(t, tc.lv)
+			b := setup(t, tc.off)
 			o := b.newOrder(t)
 
-			crash := levers.NewFaultSet(nil)
-			crash.Arm(payment.FaultAfterGatewayCall, levers.Fail, 1)
-			api := payment.NewService(b.pool, payment.NewGatewayClient(b.gwURL, nil), payment.Config{}).
-				WithLevers(tc.lv.WithFaults(crash))
-			if _, err := api.Pay(ctx, payment.Request{OrderID: o.ID, Key: "pay-1"}); !errors.Is(err, levers.ErrInjected) {
+			crash := fault.New(nil)
+			crash.Arm(payment.FaultAfterGatewayCall, fault.Fail, 1)
+			api := switches.Payments(payment.NewService(b.pool, payment.NewGatewayClient(b.gwURL, nil), payment.Config{}).
+				WithFaults(crash), tc.off)
+			if _, err := api.Pay(ctx, payment.Request{OrderID: o.ID, Key: "pay-1"}); !errors.Is(err, fault.ErrInjected) {
 				t.Fatalf("pay: %v, want the api killed after the gateway's answer", err)
 			}
 			charges := b.gateway.Charges()
@@ -53,7 +55,7 @@ func TestRefundOfAChargeWhoseAnswerWasLost(t *testing.T) {
 			secret := []byte("a-test-secret-of-at-least-32-bytes!!")
 			body := fmt.Appendf(nil, `{"id":"evt_lost_answer","type":"payment.succeeded","data":{"order_id":%q,"amount_cents":%d,"charge_id":%q}}`,
 				o.ID, o.AmountCents, charges[0].ID)
-			in := webhook.NewIngestor(b.pool, secret).WithLevers(tc.lv)
+			in := switches.Ingestor(webhook.NewIngestor(b.pool, secret), tc.off)
 			if _, err := in.Ingest(ctx, webhook.Sign(secret, time.Now(), body), body); err != nil {
 				t.Fatalf("ingest payment.succeeded: %v", err)
 			}

@@ -9,12 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -89,7 +91,7 @@ func (b *bundle) ledgerSum(t *testing.T, o queries.Order) int64 {
 // written; the order ends refunded and the customer is told once.
 func TestShortOrderIsRefundedOnceThroughRedeliveriesAndACrash(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := newStockOrder(t, b, "scarce", 1, 2)
 	b.pay(t, o)
 	for i, event := range []string{"evt_1", "evt_1", "evt_2"} {
@@ -104,8 +106,8 @@ func TestShortOrderIsRefundedOnceThroughRedeliveriesAndACrash(t *testing.T) {
 	}
 	request := b.outboxMessage(t, o, messages.TopicRefundRequested)
 
-	b.faults.Arm(consumer.FaultAfterGatewayRefund, levers.Fail, 1) // killed after the refund, before its record
-	if err := deliver(b.c.HandleRefundRequested, request); !errors.Is(err, levers.ErrInjected) {
+	b.faults.Arm(consumer.FaultAfterGatewayRefund, fault.Fail, 1) // killed after the refund, before its record
+	if err := deliver(b.c.HandleRefundRequested, request); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("first refund_requested: %v, want the injected crash", err)
 	}
 	for i := range 2 {
@@ -158,17 +160,17 @@ func TestRefundOfAPaidOrderAppliesEachEffectOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name                              string
-		lv                                levers.Levers
+		off                               *switches.Set
 		refunded, released, reversed, avl int64
 	}{
-		{"guarded", levers.None(), 1, 1, 1, 10},
-		{"without state-check", levers.None().Without(levers.StateCheck), 4, 1, 1, 10},
-		{"without stock-reservation", levers.None().Without(levers.StockReservation), 1, 4, 1, 16},
-		{"without ledger-key", levers.None().Without(levers.LedgerKey), 1, 1, 2, 10},
+		{"guarded", nil, 1, 1, 1, 10},
+		{"without state-check", switches.Without(effect.GuardStateCheck), 4, 1, 1, 10},
+		{"without stock-reservation", switches.Without(effect.GuardStockReservation), 1, 4, 1, 16},
+		{"without ledger-key", switches.Without(effect.GuardLedgerKey), 1, 1, 2, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tc.lv)
+			b := setup(t, tc.off)
 			o := newStockOrder(t, b, "sku-1", 10, 2)
 			if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_paid")); err != nil {
 				t.Fatal(err)
@@ -203,7 +205,7 @@ func TestRefundOfAPaidOrderAppliesEachEffectOnce(t *testing.T) {
 // nothing.
 func TestRefundBeforePaymentConverges(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := newStockOrder(t, b, "sku-1", 10, 2)
 	steps := []struct {
 		handle func(*message.Message) error
@@ -238,10 +240,10 @@ func TestRefundBeforePaymentConverges(t *testing.T) {
 // reverse: a commission for a refunded order, and nothing left to reverse it.
 func TestCommissionWaitsForAConcurrentRefund(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := b.newOrder(t)
-	b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 1) // step 1 done, step 2 not yet
-	if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_p")); !errors.Is(err, levers.ErrInjected) {
+	b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 1) // step 1 done, step 2 not yet
+	if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, "evt_p")); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("order_paid: %v, want the injected failure", err)
 	}
 

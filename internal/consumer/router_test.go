@@ -14,7 +14,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/poison"
 )
@@ -72,7 +72,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // reason, and is not delivered again.
 func TestPoisonMessageIsParkedWithItsReason(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	brk := b.startRouter(t)
 	unknown := b.newOrder(t)
 	unknown.ID[0] ^= 0xff
@@ -100,10 +100,10 @@ func TestPoisonMessageIsParkedWithItsReason(t *testing.T) {
 // three executions, one of each effect.
 func TestTransientFailureIsRetried(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	brk := b.startRouter(t)
 	o := b.newOrder(t)
-	b.faults.Arm(consumer.FaultAfterMarkPaid, levers.Fail, 2)
+	b.faults.Arm(consumer.FaultAfterMarkPaid, fault.Fail, 2)
 	if err := brk.Publisher.Publish(messages.TopicOrderPaid, orderPaid(t, o, "evt_1")); err != nil {
 		t.Fatal(err)
 	}

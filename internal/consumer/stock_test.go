@@ -6,8 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/order"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/stock"
@@ -52,16 +53,16 @@ func TestOrderPaidReservesStockOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name          string
-		lv            levers.Levers
+		off           *switches.Set
 		wantAvailable int64
 		wantReserved  int64
 	}{
-		{"guarded", levers.None(), 8, 1},
-		{"without stock-reservation", levers.None().Without(levers.StockReservation), 4, 3},
+		{"guarded", nil, 8, 1},
+		{"without stock-reservation", switches.Without(effect.GuardStockReservation), 4, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, tc.lv)
+			b := setup(t, tc.off)
 			o := newStockOrder(t, b, "sku-1", 10, 2)
 			for _, event := range []string{"evt_1", "evt_1", "evt_2"} {
 				if err := deliver(b.c.HandleOrderPaid, orderPaid(t, o, event)); err != nil {
@@ -85,7 +86,7 @@ func TestOrderPaidReservesStockOnce(t *testing.T) {
 // confirmation, no commission.
 func TestOrderPaidAfterTheRefundAppliesNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, levers.None())
+	b := setup(t, nil)
 	o := newStockOrder(t, b, "sku-1", 10, 2)
 	if out, _, err := order.MarkRefunded(context.Background(), b.q, o.ID, "evt_refund"); err != nil || out != "applied" {
 		t.Fatalf("refund: %s, %v", out, err)

@@ -12,11 +12,12 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -27,27 +28,56 @@ type bundle struct {
 	q        *queries.Queries
 	provider *fakes.Notifier
 	gateway  *fakes.Gateway
-	gwURL    string           // the fakes' base URL
-	faults   *levers.FaultSet // armed by the tests, in lv
-	lv       levers.Levers    // c's and its notifier's
+	gwURL    string        // the fakes' base URL
+	faults   *fault.Set    // armed by the tests, c's
+	guards   *switches.Set // the guards switched off in c (nil: none)
 	c        *consumer.Consumers
 }
 
-// setup builds a bundle whose consumers and notifier obey lv, with a fault
-// set the test arms.
-func setup(t *testing.T, lv levers.Levers) *bundle {
+// setup builds a bundle whose consumers have the guards of off switched
+// off (nil: every guard on), wired as cmd/orderpaid/serve.go wires them
+// (switches.Consumers, with no broker for the outbox's mistake: see
+// withDirect), with a fault set the test arms.
+func setup(t *testing.T, off *switches.Set) *bundle {
 	t.Helper()
 	pool, _ := pgtest.NewDatabase(t)
 	provider := fakes.NewNotifier()
 	gateway := fakes.NewGateway(fakes.GatewayConfig{})
 	srv := httptest.NewServer(fakes.New(gateway, provider))
 	t.Cleanup(srv.Close)
-	faults := levers.NewFaultSet(nil)
-	lv = lv.WithFaults(faults)
-	return &bundle{
-		pool: pool, q: queries.New(pool), provider: provider, gateway: gateway, gwURL: srv.URL, faults: faults, lv: lv,
-		c: consumer.NewConsumers(pool, notify.NewClient(srv.URL, nil).WithLevers(lv), nil).
-			WithGateway(payment.NewGatewayClient(srv.URL, nil)).WithLevers(lv),
+	faults := fault.New(nil)
+	b := &bundle{pool: pool, q: queries.New(pool), provider: provider, gateway: gateway, gwURL: srv.URL, faults: faults, guards: off}
+	b.c = b.consumers(nil)
+	return b
+}
+
+// consumers builds the bundle's consumers, wired as cmd/orderpaid/serve.go
+// wires them: every guard of b.guards off, the outbox's mistake publishing
+// to direct.
+func (b *bundle) consumers(direct message.Publisher) *consumer.Consumers {
+	c := consumer.NewConsumers(b.pool, notify.NewClient(b.gwURL, nil)).
+		WithGateway(payment.NewGatewayClient(b.gwURL, nil)).WithFaults(b.faults)
+	return switches.Consumers(c, b.guards, direct)
+}
+
+// routed is the per-message handler h as cmd/orderpaid/serve.go's router
+// runs it: held (HoldAfterCommit) when guards can be off (b.guards not
+// nil), as is.
+func (b *bundle) routed(h func(*message.Message) error) func(*message.Message) error {
+	if b.guards == nil {
+		return h
+	}
+	return held(h)
+}
+
+// held wraps a per-message handler as cmd/orderpaid/serve.go's router does
+// with a guard switchable (switches.HoldAfterCommit): what the outbox's
+// mistake was given is published once h returned nil.
+func held(h func(*message.Message) error) func(*message.Message) error {
+	run := switches.HoldAfterCommit(func(msg *message.Message) ([]*message.Message, error) { return nil, h(msg) })
+	return func(msg *message.Message) error {
+		_, err := run(msg)
+		return err
 	}
 }
 

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -122,6 +123,16 @@ func (r *Run) Step(ctx context.Context, effectName string, t effect.Technique, f
 	span.SetAttributes(AttrOutcome.String(string(o)))
 	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
 	return o, nil
+}
+
+// Answer keeps the answer o of a step of r whose work was done for many
+// runs at once, since started (a batch's statement): its span covers that
+// time, under ctx's span, and carries o.
+func (r *Run) Answer(ctx context.Context, effectName string, t effect.Technique, o effect.Outcome, started time.Time) {
+	_, span := TracerFrom(ctx).Start(ctx, "effect "+effectName, trace.WithTimestamp(started),
+		trace.WithAttributes(AttrEffect.String(effectName), AttrTechnique.String(string(t)), AttrOutcome.String(string(o))))
+	span.End()
+	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
 }
 
 // Begin starts a step of r to be ended later (End adds its answer to
