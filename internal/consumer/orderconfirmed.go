@@ -16,10 +16,6 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// FaultAfterProviderCall fires in HandleOrderConfirmed after the
-// notification provider answered, before the inbox row is written.
-const FaultAfterProviderCall = "order_confirmed.after_provider_call"
-
 // HandleOrderConfirmed sends the customer's confirmation through the external
 // notification provider, an effect that cannot be undone.
 //

@@ -14,19 +14,8 @@ import (
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
-	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/stock"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
-)
-
-// Fault points of order_paid, armed with --faults.
-const (
-	// FaultAfterMarkPaid fires between step 1 (order paid, confirmation in
-	// the outbox) and step 2 (commission).
-	FaultAfterMarkPaid = "order_paid.after_mark_paid"
-	// FaultBeforeAck fires after every effect committed, before the message
-	// is acknowledged: a timeout that left the work done.
-	FaultBeforeAck = "order_paid.before_ack"
 )
 
 // HandleOrderPaid consumes order_paid in two steps, each in its own
@@ -73,13 +62,11 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 }
 
 // markPaid is step 1 of HandleOrderPaid, one transaction: the state check,
-// then, for an order this message may fulfil, its stock and its
-// confirmation. The confirmation is written only by the delivery whose
-// state check applied: it exists exactly when the transition happened.
-// fulfil is false for a refunded order (terminal: a late payment event
-// applies nothing), one being refunded, and one compensated here because
-// its items are short (refund.Compensate: its one refund intent, with its
-// refund_requested message).
+// then, for an order to fulfil, its stock and, from the delivery whose
+// state check applied, its confirmation: the confirmation exists exactly
+// when the transition happened. fulfil is false for a refunded order
+// (terminal), one being refunded, and one whose items are short
+// (compensated here: its one refund intent, with its refund_requested).
 func (c *Consumers) markPaid(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
 	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
@@ -114,14 +101,11 @@ func fulfils(ctx context.Context, q *queries.Queries, o queries.Order) (bool, er
 	if o.Status == order.StatusRefunded {
 		return false, nil
 	}
-	_, err := q.RefundRequestGet(ctx, o.ID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return true, nil
-	}
+	asked, err := q.RefundRequestExists(ctx, o.ID)
 	if err != nil {
 		return false, fmt.Errorf("read the refund of order %s: %w", o.ID, err)
 	}
-	return false, nil // being refunded: nothing to fulfil
+	return !asked, nil // being refunded: nothing to fulfil
 }
 
 // enqueueConfirmation writes order_confirmed for the order to the outbox, in
@@ -137,26 +121,13 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run,
 	return err
 }
 
-// compensate records, in tx, the refund of an order whose items are short
-// (short, the error that said so): the guarded step "refund_requested".
-func (c *Consumers) compensate(ctx context.Context, run *telemetry.Run, tx pgx.Tx, orderID uuid.UUID, short error) error {
-	_, err := run.Step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
-		return refund.Compensate(ctx, tx, orderID)
-	})
-	if err != nil {
-		return fmt.Errorf("compensate order %s (%w): %w", orderID, short, err)
-	}
-	return nil
-}
-
-// releaseCommissionIfPaid is step 2: in one transaction, it takes the
-// order's row lock and releases the commission only if the order is still
-// paid and no refund of it was asked. MarkRefunded and the refund request
-// take the same lock, so a refund and this step never interleave: a refund
-// committed first leaves nothing to credit (NotApplicable), a commission
-// committed first is there for the refund to reverse. The refund intent is
-// read after the lock, in a statement of its own: one that committed while
-// the lock was awaited is not in the snapshot of the statement that waited.
+// releaseCommissionIfPaid is step 2, one transaction: under the order's row
+// lock, which MarkRefunded and the refund request take too, it releases the
+// commission only if the order is still paid and no refund of it was asked
+// (read after the lock, in a statement of its own, so that a refund
+// committed while the lock was awaited is seen). A refund committed first
+// leaves nothing to credit; a commission committed first is there for the
+// refund to reverse.
 func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
 	var outcome effect.Outcome
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {

@@ -18,13 +18,9 @@ import (
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/refund"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
-
-// FaultAfterGatewayRefund fires in HandleRefundRequested after the gateway
-// answered a refund, before its answer is recorded: a worker killed between
-// the irreversible call and its record.
-const FaultAfterGatewayRefund = "refund_requested.after_gateway_refund"
 
 // HandleOrderRefunded consumes order_refunded, the provider's report that an
 // order's money was given back (a refund made in its dashboard, or the
@@ -180,6 +176,18 @@ func (c *Consumers) applyRefund(ctx context.Context, run *telemetry.Run, orderID
 	})
 	if err != nil {
 		return fmt.Errorf("apply the refund of order %s: %w", orderID, err)
+	}
+	return nil
+}
+
+// compensate records, in tx, the refund of an order whose items are short
+// (short, the error that said so): the guarded step "refund_requested".
+func (c *Consumers) compensate(ctx context.Context, run *telemetry.Run, tx pgx.Tx, orderID uuid.UUID, short error) error {
+	_, err := run.Step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
+		return refund.Compensate(ctx, tx, orderID)
+	})
+	if err != nil {
+		return fmt.Errorf("compensate order %s (%w): %w", orderID, short, err)
 	}
 	return nil
 }
