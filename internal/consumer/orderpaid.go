@@ -27,9 +27,8 @@ import (
 //  2. release the affiliate commission (the ledger key), only while the
 //     order is paid and no refund of it was asked (releaseCommissionIfPaid).
 //
-// A failure between the steps is redelivered: step 1 answers
-// already_applied and step 2 completes the work. A refunded order applies
-// nothing; an order whose items are short is given its money back instead.
+// A failure between the steps is redelivered: step 1 answers already_applied
+// and step 2 completes the work. A refunded order applies nothing.
 func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 	ctx, run := msg.Context(), c.newExecution(HandlerOrderPaid, msg.UUID)
 	p, err := messages.DecodeOrderPaid(msg.Payload)

@@ -64,7 +64,7 @@ func TestAuditNamesTheEvidenceRetentionCleaned(t *testing.T) {
 	provider := fakes.NewNotifier()
 	fakeSrv := httptest.NewServer(fakes.New(fakes.NewGateway(fakes.GatewayConfig{}), provider))
 	t.Cleanup(fakeSrv.Close)
-	consumers := consumer.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil), nil)
+	consumers := consumer.NewConsumers(b.pool, notify.NewClient(fakeSrv.URL, nil))
 
 	old, recent := b.newOrder(t), b.newOrder(t)
 	for i, o := range []queries.Order{old, recent} {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/httpapi"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // The page arms a fault point in error mode, in the process's own fault
@@ -15,16 +15,15 @@ import (
 // where it has a fault set.
 func TestLabArmsAFaultPoint(t *testing.T) {
 	t.Parallel()
-	faults := levers.NewFaultSet(func() { t.Error("an error-mode fault must not crash the process") })
-	lv := levers.None().WithFaults(faults)
-	lab := &httpapi.Lab{Process: "all", Levers: lv, FaultPoints: []string{"order_paid.after_mark_paid"}}
+	faults := fault.New(func() { t.Error("an error-mode fault must not crash the process") })
+	lab := &httpapi.Lab{Process: "all", Faults: faults, FaultPoints: []string{"order_paid.after_mark_paid"}}
 
 	if rec := labRequest(t, lab, "POST", "/lab/faults/order_paid.after_mark_paid", "application/json", `{"times":2}`); rec.Code != http.StatusOK ||
 		!strings.Contains(rec.Body.String(), "--faults order_paid.after_mark_paid=error:2") {
 		t.Fatalf("arm = %d %s, want 200 naming the --faults equivalent", rec.Code, rec.Body)
 	}
 	for i, want := range []bool{true, true, false} {
-		if got := errors.Is(lv.Hit("order_paid.after_mark_paid"), levers.ErrInjected); got != want {
+		if got := errors.Is(faults.Hit("order_paid.after_mark_paid"), fault.ErrInjected); got != want {
 			t.Errorf("hit %d fired %v, want %v", i+1, got, want)
 		}
 	}
@@ -40,7 +39,7 @@ func TestLabArmsAFaultPoint(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.want)
 		}
 	}
-	if lv.Hit("order_paid.after_mark_paid") != nil {
+	if faults.Hit("order_paid.after_mark_paid") != nil {
 		t.Error("a refused request armed the point")
 	}
 	alone := &httpapi.Lab{Process: "api", FaultPoints: []string{"order_paid.after_mark_paid"}}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // The lab's controls answer the lab page on this machine, and curl there,
@@ -32,8 +34,9 @@ func TestLabControlsRefuseAForeignOriginOrHost(t *testing.T) {
 	}))
 	t.Cleanup(fakes.Close)
 	const point = "order_paid.after_mark_paid"
-	lv := levers.None().WithSwitches(levers.NewSwitches()).WithFaults(levers.NewFaultSet(func() { t.Error("an error-mode fault crashed") }))
-	lab := &httpapi.Lab{Process: "all", Levers: lv, FakesURL: fakes.URL, FaultPoints: []string{point},
+	sw := (*switches.Set)(nil).Live()
+	faults := fault.New(func() { t.Error("an error-mode fault crashed") })
+	lab := &httpapi.Lab{Process: "all", Switches: sw, Faults: faults, FakesURL: fakes.URL, FaultPoints: []string{point},
 		Replay: func(context.Context, httpapi.ReplayTarget, io.Writer) error { replays.Add(1); return nil }}
 
 	controls := []struct{ path, body string }{
@@ -61,10 +64,10 @@ func TestLabControlsRefuseAForeignOriginOrHost(t *testing.T) {
 			}
 		})
 	}
-	if off := lv.GuardsOff(); off != "" || lv.Off(levers.LedgerKey) {
+	if off := sw.OffNow(); len(off) != 0 || sw.Off(effect.GuardLedgerKey) {
 		t.Errorf("a refused control switched a guard off (%q)", off)
 	}
-	if err := lv.Hit(point); errors.Is(err, levers.ErrInjected) {
+	if err := faults.Hit(point); errors.Is(err, fault.ErrInjected) {
 		t.Error("a refused control armed a fault")
 	}
 	if n, r := fakesCalls.Load(), replays.Load(); n != 0 || r != 0 {

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 )
 
 // labRequest serves one request to an API whose lab is lab (nil: none), as
@@ -68,31 +69,34 @@ func TestLabPageAssets(t *testing.T) {
 // without asking).
 func TestLabGuardToggle(t *testing.T) {
 	t.Parallel()
-	sw := levers.NewSwitches()
-	lv, _ := levers.ParseWithout("inbox")
-	lv = lv.WithSwitches(sw)
-	lab := &httpapi.Lab{Process: "all", Levers: lv}
+	fixed, err := switches.Parse("inbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := fixed.Live()
+	lab := &httpapi.Lab{Process: "all", Switches: sw}
 
-	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "text/plain", `{"off":true}`); rec.Code != http.StatusUnsupportedMediaType || sw.Off(levers.LedgerKey) {
-		t.Errorf("a text/plain toggle = %d, ledger-key off %v: want 415 and nothing switched", rec.Code, sw.Off(levers.LedgerKey))
+	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "text/plain", `{"off":true}`); rec.Code != http.StatusUnsupportedMediaType || sw.Off(effect.GuardLedgerKey) {
+		t.Errorf("a text/plain toggle = %d, ledger-key off %v: want 415 and nothing switched", rec.Code, sw.Off(effect.GuardLedgerKey))
 	}
 	rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`)
-	if rec.Code != http.StatusOK || !lv.Off(levers.LedgerKey) {
-		t.Fatalf("switch ledger-key off = %d %s, off now %v", rec.Code, rec.Body, lv.Off(levers.LedgerKey))
+	if rec.Code != http.StatusOK || !sw.Off(effect.GuardLedgerKey) {
+		t.Fatalf("switch ledger-key off = %d %s, off now %v", rec.Code, rec.Body, sw.Off(effect.GuardLedgerKey))
 	}
 	if !strings.Contains(rec.Body.String(), "--without ledger-key") {
 		t.Errorf("the answer names no command line: %s", rec.Body)
 	}
-	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "application/json", `{"off":false}`); rec.Code != http.StatusOK || lv.Off(levers.LedgerKey) {
-		t.Errorf("switch ledger-key on = %d, off now %v", rec.Code, lv.Off(levers.LedgerKey))
+	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "application/json", `{"off":false}`); rec.Code != http.StatusOK || sw.Off(effect.GuardLedgerKey) {
+		t.Errorf("switch ledger-key on = %d, off now %v", rec.Code, sw.Off(effect.GuardLedgerKey))
 	}
-	if rec := labRequest(t, lab, "POST", "/lab/guards/inbox", "application/json", `{"off":false}`); rec.Code != http.StatusConflict || !lv.Off(levers.Inbox) {
+	if rec := labRequest(t, lab, "POST", "/lab/guards/inbox", "application/json", `{"off":false}`); rec.Code != http.StatusConflict || !sw.Off(effect.GuardInbox) {
 		t.Errorf("switch on a --without guard = %d, want 409 and the guard left off", rec.Code)
 	}
 	if rec := labRequest(t, lab, "POST", "/lab/guards/everything", "application/json", `{"off":true}`); rec.Code != http.StatusBadRequest {
 		t.Errorf("an unknown guard = %d, want 400", rec.Code)
 	}
-	alone := &httpapi.Lab{Process: "api", GuardsNote: "start orderpaid all"}
+	// An api alone has the nil set, production's, as cmd/orderpaid wires it.
+	alone := &httpapi.Lab{Process: "api", Switches: (*switches.Set)(nil), GuardsNote: "start orderpaid all"}
 	if rec := labRequest(t, alone, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "orderpaid all") {
 		t.Errorf("a toggle without a switch set = %d %s, want 409 with the note", rec.Code, rec.Body)
 	}

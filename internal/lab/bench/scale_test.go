@@ -18,7 +18,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/payment"
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // The two reads anyone can trigger, at growing table sizes: the audit
@@ -125,9 +125,9 @@ func benchAudit(b *testing.B, pool *pgxpool.Pool, rows int) {
 // benchClaim claims a new key on a new pending order per iteration. Pending
 // orders are made 1,000 at a time with the timer stopped.
 func benchClaim(b *testing.B, pool *pgxpool.Pool) {
-	faults := levers.NewFaultSet(nil)
-	faults.Arm(payment.FaultBeforeGatewayCall, levers.Fail, -1)
-	svc := payment.NewService(pool, payment.NewGatewayClient("http://127.0.0.1:9", nil), payment.Config{}).WithLevers(levers.None().WithFaults(faults))
+	faults := fault.New(nil)
+	faults.Arm(payment.FaultBeforeGatewayCall, fault.Fail, -1)
+	svc := payment.NewService(pool, payment.NewGatewayClient("http://127.0.0.1:9", nil), payment.Config{}).WithFaults(faults)
 	var pending []uuid.UUID
 	for b.Loop() {
 		if len(pending) == 0 {
@@ -143,7 +143,7 @@ func benchClaim(b *testing.B, pool *pgxpool.Pool) {
 		id := pending[0]
 		pending = pending[1:]
 		_, err := svc.Pay(b.Context(), payment.Request{OrderID: id, Key: "bench-" + id.String()})
-		if !errors.Is(err, levers.ErrInjected) {
+		if !errors.Is(err, fault.ErrInjected) {
 			b.Fatalf("Pay stopped with %v, want the fault before the gateway call (the claim committed)", err)
 		}
 	}

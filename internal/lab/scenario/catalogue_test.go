@@ -4,14 +4,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/platform/levers"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 )
 
 // The catalogue is what the issue asks for: every guard can be switched off
 // in at least one scenario, whose damage is then checked.
 func TestEveryGuardIsDemonstrated(t *testing.T) {
 	t.Parallel()
-	for _, g := range levers.GuardNames() {
+	for _, g := range switches.Names() {
 		if len(Demonstrating(g)) == 0 {
 			t.Errorf("no scenario demonstrates --without %s", g)
 		}
@@ -30,8 +30,8 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			t.Errorf("%s: summary, repeated, run and protected checks are all required", s.Name)
 		}
 		for _, g := range s.Guards() {
-			if !slices.Contains(levers.GuardNames(), g) {
-				t.Errorf("%s: --without %s is not a guard (levers.GuardNames: %v)", s.Name, g, levers.GuardNames())
+			if !slices.Contains(switches.Names(), g) {
+				t.Errorf("%s: --without %s is not a guard (switches.Names: %v)", s.Name, g, switches.Names())
 			}
 			if s.Without[g].Damage == "" {
 				t.Errorf("%s --without %s: say what the damage is", s.Name, g)

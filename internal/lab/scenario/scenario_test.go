@@ -62,9 +62,10 @@ func TestScenarios(t *testing.T) {
 // TestScenariosInBatchMode runs every scenario protected with the worker in
 // batch mode (CONSUMER_BATCH_SIZE=20: every topic read and applied in
 // batches): each effect once, as one message at a time. The damages with a
-// guard off are the per-message ones too (the set-based mistakes,
-// internal/consumer/batch_levers.go); the whole matrix in batch mode is run
-// by hand (docs/scenarios.md), as it would double TestScenarios' time.
+// guard off are the per-message ones too (with a consumer guard off, batch
+// mode runs each message through the per-message handler,
+// internal/lab/switches.Batches); the whole matrix in batch mode is run by
+// hand (docs/scenarios.md), as it would double TestScenarios' time.
 func TestScenariosInBatchMode(t *testing.T) {
 	t.Parallel()
 	requirePostgres(t)
@@ -79,9 +80,11 @@ func TestScenariosInBatchMode(t *testing.T) {
 }
 
 // TestScenariosInBatchModeWithAGuardOff runs one scenario for each guard of
-// the consumers with that guard off, in batch mode: the set-based mistake
-// (internal/consumer/batch_levers.go) shows the damage the per-message path
-// teaches, end to end. (The whole matrix in batch mode is run by hand.)
+// the consumers with that guard off, in batch mode: the worker then runs
+// each message through the per-message handler (internal/lab/switches.Batches,
+// wired as cmd/orderpaid/serve.go wires it), which shows the damage the
+// per-message path teaches, end to end. (The whole matrix in batch mode is
+// run by hand.)
 func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {
 	t.Parallel()
 	requirePostgres(t)
