@@ -17,50 +17,18 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// HandleOrderPaidBatch consumes several order_paid messages with the guards
-// of HandleOrderPaid in their set-based form (batch_guards.go,
-// batch_steps.go), and returns one error per message, in msgs' order: nil
-// acks the message, a permanent error (IsPermanent) sends it alone to the
-// poison queue, any other error asks for its redelivery. It is the
-// throughput mode beside HandleOrderPaid, not a replacement for it: the
-// per-message path stays the default, and every guarantee of it holds here.
-//
-// First the batch is deduped by order: the messages of one order are
-// applied in batch order, the first one gets the guards' answers and every
-// later one what a later delivery would get (already_applied), so no
-// statement ever holds an order twice. Then the two steps of
-// HandleOrderPaid, each one transaction for the whole batch:
-//
-//  1. lock the orders in id order; the state check as one UPDATE ...
-//     WHERE id = ANY($1) AND status = 'pending' RETURNING id, and the
-//     transitions of the orders it returned in one INSERT; lock the SKUs
-//     of those orders in SKU order, then reserve each order's items as
-//     HandleOrderPaid does (c.reserveStock, and the compensation of an
-//     order that is short); every confirmation in one outbox write;
-//  2. lock the orders to credit in id order and insert their commissions
-//     in one INSERT ... ON CONFLICT (entry_key) DO NOTHING RETURNING
-//     order_id: the orders it returns are applied, the rest already_applied.
-//
-// Refunded orders apply nothing, and an order with a refund intent is not
-// fulfilled, as in HandleOrderPaid. Each message keeps its own execution:
-// one executions row with its own outcomes, its own spans and counters.
-//
-// A failure that belongs to one message is answered for that message
-// alone and the rest commit: a malformed payload or an unknown order is a
-// permanent error for its messages only (the unknown order is simply
-// absent from the set the statements return). A failure of a batch
-// transaction that cannot be pinned on one message (a constraint, a
-// deadlock, a lost connection) rolls back the whole transaction, so no
-// message of it can be acked. Failing them all would make one bad message
-// stall its neighbours at every redelivery until they are all poisoned;
-// instead the batch is split in halves and each half is handled again,
-// recursively: the bad message ends up alone in log2(N) rounds, where the
-// failure is its own answer, while the halves without it commit. Work an earlier round committed (step 1, when step 2
-// failed) meets its guards again and answers already_applied. Each
-// attempt that failed is in the execution log, as a failed run is.
-//
-// The fault points fire per message. With a guard switched off, the lab
-// runs the messages one at a time instead (internal/lab/switches).
+// HandleOrderPaidBatch consumes several order_paid messages with the set
+// forms of HandleOrderPaid's guards (batch_steps.go) and returns one error
+// per message, in msgs' order: nil acks it, a permanent error poisons it
+// alone, any other asks for its redelivery. The batch is deduped by order
+// (the first message of an order gets the guards' answers, a later one
+// already_applied); then HandleOrderPaid's two steps, each one transaction
+// for the whole batch. Each message keeps its own execution, spans and
+// counters. A failure no one message can be blamed for rolls the batch
+// back; the batch is then split in halves, recursively, so that a bad
+// message ends up alone and its neighbours commit. With a guard switched
+// off the lab runs the messages one at a time instead
+// (docs/techniques/guards-in-bulk.md).
 func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) == 0 {

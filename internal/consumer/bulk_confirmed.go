@@ -22,25 +22,14 @@ import (
 const maxProviderCalls = 8
 
 // HandleOrderConfirmedBatch sends the confirmations of a batch with the
-// guards of HandleOrderConfirmed in their set-based form, and returns one
-// error per message, in msgs' order, as HandleOrderPaidBatch does:
-//
-//   - the inbox, one look-up for the batch (inboxSeenBatch): a message
-//     handled before is acknowledged without a call;
-//   - the provider's Idempotency-Key, the message id, on each call; the
-//     calls of a batch run side by side, at most maxProviderCalls at once,
-//     each on its own (a refusal, a "not now" or no answer is that
-//     message's error alone);
-//   - the answers logged in one statement, then the inbox rows in one
-//     INSERT ... ON CONFLICT DO NOTHING RETURNING: the provider is called
-//     before the inbox row, as in HandleOrderConfirmed, so a crash between
-//     them repeats the call with the same key, and the provider answers
-//     from its store.
-//
-// A message twice in a batch (a redelivery that caught up with the first
-// copy) is called once; the later copy answers already_applied. With the
-// inbox or the provider's key switched off, the lab runs the messages one
-// at a time instead (internal/lab/switches).
+// set forms of HandleOrderConfirmed's guards, one error per message in
+// msgs' order: one inbox look-up for the batch (inbox.SeenBatch), the
+// provider called for the others side by side (at most maxProviderCalls at
+// once, each under its message id as the key, each failure its message's
+// own), the answers logged in one statement, then the inbox rows in one
+// INSERT ... ON CONFLICT DO NOTHING RETURNING. A copy of a message later in
+// the batch answers already_applied. With a guard switched off the lab runs
+// the messages one at a time instead.
 func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 	errs := make([]error, len(msgs))
 	if len(msgs) <= 1 {

@@ -13,35 +13,18 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// InOneTransaction turns a per-message handler into a batch handler (for
-// Batched and BatchLoop) whose messages share one transaction: the batch
-// mode of the rare topics (the refunds), where a set-based form of each
-// guard would teach nothing new. Each message is handled as on its own,
-// by the same handler and the same guards, but its postgres.InTx steps are
-// savepoints of the batch's transaction (postgres.WithEnclosingTx) and its
-// other statements run on it (postgres.Routed): one COMMIT for the batch
-// instead of one or more per message.
-//
-// A message's failure rolls back to its savepoint and answers for that
-// message alone; the others commit. A failure of the COMMIT itself (or a
-// statement that failed outside a savepoint and so aborted the
-// transaction) leaves nothing of the batch, and every message answers it,
-// as a transient error: the batch comes again, and whatever the handlers
-// did outside the database (a gateway's refund, an e-mail) meets its
-// idempotency key. Under CONSUMER_POSITION=with-effects the batch's
-// transaction is itself a savepoint of the reader's.
-//
-// Messages of one order are handled in batch order, in one transaction;
-// the row locks they take are held until the batch commits. So before the
-// first message the batch locks every order its messages name, in id order,
-// then the SKUs their live reservations hold, in SKU order (lockInOrder):
-// the order every transaction that locks several orders or SKUs takes them
-// in (HandleOrderPaidBatch's steps, stock.Reserve and stock.Release). Each
-// message then locks only rows the batch holds already. Locking as the
-// messages come instead, order after order, would hold one order while
-// waiting for another that an order_paid batch, locking in id order, holds
-// while waiting for the first: a deadlock, the batch rolled back whole and
-// every refund of it asked of the gateway again.
+// InOneTransaction turns a per-message handler into a batch handler whose
+// messages share one transaction: the batch mode of the refund topics,
+// where a set form of each guard would teach nothing new. Each message is
+// handled by the same handler and guards, its postgres.InTx steps
+// savepoints of the batch's transaction: one COMMIT for the batch. A
+// message's failure rolls back to its savepoint and answers for it alone; a
+// failed COMMIT answers for every message, as a transient error. Before the
+// first message the batch locks every order its messages name, in id
+// order, then their live reservations' SKUs, in SKU order (lockInOrder):
+// the order every transaction that locks several takes them in, so batches
+// wait for one another instead of deadlocking
+// (docs/techniques/guards-in-bulk.md).
 func InOneTransaction(handle func(*Consumers, *message.Message) error) func(*Consumers, []*message.Message) []error {
 	return func(c *Consumers, msgs []*message.Message) []error {
 		errs := make([]error, len(msgs))

@@ -16,36 +16,16 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// HandleOrderConfirmed sends the customer's confirmation through the external
-// notification provider, an effect that cannot be undone.
-//
-// Two guards protect it:
-//   - the inbox, keyed by (consumer, message id): a message already handled
-//     is acknowledged without calling the provider (inbox.Seen);
-//   - the provider's Idempotency-Key, set to the message id
-//     (notify.MessageKey).
-//
-// The provider is called BEFORE the inbox row is written. A crash between the
-// two leaves no inbox row, so the redelivery calls the provider again, with
-// the same key, and the provider answers from its store without sending.
-// The opposite order (inbox first, then call) would turn that crash into a
-// lost notification: the inbox would say "done" for an e-mail never sent.
-// For an irreversible external effect, "maybe twice, deduplicated by the
-// provider" beats "maybe never".
-//
-// What the provider answers decides what happens to the message. A refusal
-// (notify.ErrRejected, a 4xx such as 400 or 422) can never succeed: the
-// message goes to the poison queue at once. "Not now" (429, 408, 409, 425, a
-// 5xx: notify.NotNowError) or no answer at all is transient: the handler
-// waits the provider's Retry-After (capped at notify.MaxRetryAfter, and by
-// the delivery's context) and fails; the router retries with backoff, then
-// nacks, and the broker redelivers. Poisoning a "not now" would lose the
-// e-mail until an operator replays it. Every retry sends the same key, so
-// the provider never sends twice.
-//
-// In the trace, the inbox's span "effect confirmation_delivered" encloses the
-// provider's "effect notification_sent", which encloses the HTTP call: the
-// inbox guards the whole delivery.
+// HandleOrderConfirmed sends the customer's confirmation through the
+// external notification provider, an effect that cannot be undone, under
+// two guards: the inbox, keyed by (consumer, message id), and the provider's
+// Idempotency-Key, the message id. The provider is called before the inbox
+// row is written: a crash between them repeats the call under the same key,
+// which the provider answers from its store; the opposite order would turn
+// that crash into an e-mail never sent. A refusal (notify.ErrRejected) goes
+// to the poison queue; a "not now" or no answer is retried, after the
+// provider's Retry-After, with the same key (docs/techniques/inbox.md,
+// docs/techniques/provider-key.md).
 func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	return c.deliverNotice(msg, notice{
 		handler:   HandlerOrderConfirmed,

@@ -42,22 +42,14 @@ func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
 }
 
 // HandleRefundRequested gives an order's money back: it asks the gateway to
-// refund the order's charge, then applies the refund to the order.
-//
-// Effect protected: the refund at the gateway, irreversible. Technique: the
-// gateway's Idempotency-Key, derived from the order (payment.RefundKey),
-// never from this delivery. The call comes before its record: a worker
-// killed between the gateway's answer and gateway_refund_calls (the fault
-// point FaultAfterGatewayRefund) leaves the message unacknowledged, the
-// redelivery calls again with the same key, and the gateway answers from its
-// store (replayed) without refunding twice. Record first, call second would
-// turn that crash into a refund recorded and never made.
-//
-// Answers: 2xx, refunded (replayed: already_applied); 409, the charge was
-// refunded already under another key (in the provider's dashboard):
-// already_applied, the money is back either way; no answer, 408, 425, 429 or
-// a 5xx: transient, retried with the same key; any other 4xx: the gateway
-// refuses for good, the message goes to the poison queue.
+// refund the order's charge, then applies the refund to the order. The
+// refund at the gateway is irreversible; its guard is the gateway's
+// Idempotency-Key, derived from the order (payment.RefundKey), never from
+// the delivery. The call comes before its record, so a worker killed
+// between them (FaultAfterGatewayRefund) calls again under the same key and
+// the gateway answers from its store. A 2xx or a 409 (refunded already,
+// under another key) is done; no answer, 408, 425, 429 or a 5xx is retried;
+// any other 4xx poisons the message (docs/techniques/compensation.md).
 func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
 	ctx, run := msg.Context(), c.newExecution(HandlerRefundRequested, msg.UUID)
 	p, err := messages.DecodeRefundRequested(msg.Payload)
