@@ -262,7 +262,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		inner = append(inner, switches.HoldAfterCommit) // for the outbox's mistake
 	}
 	if w.dedupe {
-		mw, err := consumer.DedupeExecutions(0, logger)
+		mw, err := switches.DedupeExecutions(0, logger)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
@@ -32,7 +33,7 @@ func TestDedupeExecutionsLosesTheCommissionAfterAPartialFailure(t *testing.T) {
 			msg := orderPaid(t, o, "evt_1")
 			h := func(m *message.Message) ([]*message.Message, error) { return nil, b.c.HandleOrderPaid(m) }
 			if tt.dedupe {
-				mw, err := consumer.DedupeExecutions(0, watermill.NopLogger{})
+				mw, err := switches.DedupeExecutions(0, watermill.NopLogger{})
 				if err != nil {
 					t.Fatal(err)
 				}

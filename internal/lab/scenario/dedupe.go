@@ -3,7 +3,7 @@ package scenario
 import "context"
 
 // executionDedupe is the classic wrong fix, run as its own scenario: the
-// worker skips any message id it has seen (worker.DedupeExecutions), and the
+// worker skips any message id it has seen (switches.DedupeExecutions), and the
 // same transient failure that transient-retry shows being repaired now loses
 // the commission for good.
 func executionDedupe() *Scenario {

@@ -1,4 +1,4 @@
-package consumer
+package switches
 
 import (
 	"cmp"
@@ -27,7 +27,7 @@ var ErrSkippedAsSeen = errors.New("message id already seen: execution skipped")
 // the id "already seen", skips the handler, and the message is acknowledged:
 // the commission is never released. Avoiding duplicate execution is not
 // avoiding duplicate effects; each effect needs its own guard (see
-// HandleOrderPaid), and those guards make the dedupe pointless where it
+// consumer.HandleOrderPaid), and those guards make the dedupe pointless where it
 // works and harmful where it does not.
 //
 // Marking after the handler instead does not save it: a crash between the
