@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	watermill "github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
@@ -37,24 +33,6 @@ type Result struct {
 	Outcome effect.Outcome `json:"outcome"`
 }
 
-// Ingestor verifies, parses and accepts provider events.
-type Ingestor struct {
-	pool      *pgxpool.Pool
-	secret    []byte
-	tolerance time.Duration
-	now       func() time.Time
-	// guards are accept's guarded steps (Guarded, unless the lab wired a
-	// mistake in one's place).
-	guards Guards
-	// metrics counts signature failures and the inbox's answers (nil: not counted).
-	metrics *telemetry.Metrics
-}
-
-// NewIngestor returns an Ingestor checking signatures with secret.
-func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
-	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now, guards: Guarded()}
-}
-
 // Guards are accept's guarded steps, one field per guard; Guarded holds the
 // guards. The lab (internal/lab/switches) wires a mistake in a field's
 // place; accept calls the field, never a branch.
@@ -67,25 +45,6 @@ type Guards struct {
 
 // Guarded returns accept's guards: production's steps.
 func Guarded() Guards { return Guards{RecordEvent: RecordEvent, RecordCharge: RecordCharge} }
-
-// WithGuards returns a copy whose accept calls g's steps: the lab's wiring
-// of a mistake (internal/lab/switches).
-func (in *Ingestor) WithGuards(g Guards) *Ingestor {
-	c := *in
-	c.guards = g
-	return &c
-}
-
-// Guards returns the steps in's accept calls.
-func (in *Ingestor) Guards() Guards { return in.guards }
-
-// WithMetrics returns a copy that counts refused signatures and the inbox's
-// answers in m.
-func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {
-	c := *in
-	c.metrics = m
-	return &c
-}
 
 // Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
 // (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
@@ -137,20 +96,9 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 
 // accept records the event in the webhook inbox and enqueues its message
 // (order_paid for payment.succeeded, order_refunded for payment.refunded), in
-// one transaction.
-//
-// Effect protected: "the payment event was accepted" (one order_paid per
-// provider event). Technique: an inbox keyed by the provider's event id. A
-// concurrent duplicate blocks on the primary key until the first transaction
-// commits, then inserts nothing; its outcome is AlreadyApplied and it writes
-// no outbox row. Because both writes share the transaction, there is no
-// moment where the event is recorded but order_paid is not, or the reverse.
-//
-// A payment.succeeded also records its charge on the order's payment intent,
-// in the same transaction (RecordCharge).
-//
-// Traced as the span "effect payment_event_accepted" (technique
-// webhook_inbox) with the inbox's answer; the outbox write nests under it.
+// one transaction: a duplicate, concurrent or not, writes nothing
+// (AlreadyApplied). A payment.succeeded's charge is recorded in it too
+// (RecordCharge). The technique and its span: docs/techniques/inbox.md.
 func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
 	outcome := effect.Applied
 	ctx, step := telemetry.StartStep(ctx, in.metrics, effect.PaymentEventAccepted, effect.WebhookInbox)
@@ -199,34 +147,4 @@ func RecordEvent(ctx context.Context, q *queries.Queries, ev Event) (effect.Outc
 // every delivery of an event enqueues its message again.
 func RecordEventUnguarded(context.Context, *queries.Queries, Event) (effect.Outcome, error) {
 	return effect.Applied, nil
-}
-
-// message is the message an event causes, and its topic.
-func message(ev Event) (string, *watermill.Message, error) {
-	if ev.Type == EventPaymentRefunded {
-		msg, err := messages.NewOrderRefunded(messages.OrderRefunded{
-			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
-		})
-		return messages.TopicOrderRefunded, msg, err
-	}
-	msg, err := messages.NewOrderPaid(messages.OrderPaid{
-		OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
-	})
-	return messages.TopicOrderPaid, msg, err
-}
-
-// signatureFailureReason names a signature error for the failure counter.
-func signatureFailureReason(err error) string {
-	switch {
-	case errors.Is(err, ErrSignatureMissing):
-		return "missing"
-	case errors.Is(err, ErrSignatureMalformed):
-		return "malformed"
-	case errors.Is(err, ErrSignatureExpired):
-		return "expired"
-	case errors.Is(err, ErrSignatureMismatch):
-		return "mismatch"
-	default:
-		return "other"
-	}
 }

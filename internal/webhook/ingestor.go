@@ -1,0 +1,79 @@
+package webhook
+
+import (
+	"errors"
+	"time"
+
+	watermill "github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
+)
+
+// Ingestor verifies, parses and accepts provider events.
+type Ingestor struct {
+	pool      *pgxpool.Pool
+	secret    []byte
+	tolerance time.Duration
+	now       func() time.Time
+	// guards are accept's guarded steps (Guarded, unless the lab wired a
+	// mistake in one's place).
+	guards Guards
+	// metrics counts signature failures and the inbox's answers (nil: not counted).
+	metrics *telemetry.Metrics
+}
+
+// NewIngestor returns an Ingestor checking signatures with secret.
+func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
+	return &Ingestor{pool: pool, secret: secret, tolerance: DefaultTolerance, now: time.Now, guards: Guarded()}
+}
+
+// WithGuards returns a copy whose accept calls g's steps: the lab's wiring
+// of a mistake (internal/lab/switches).
+func (in *Ingestor) WithGuards(g Guards) *Ingestor {
+	c := *in
+	c.guards = g
+	return &c
+}
+
+// Guards returns the steps in's accept calls.
+func (in *Ingestor) Guards() Guards { return in.guards }
+
+// WithMetrics returns a copy that counts refused signatures and the inbox's
+// answers in m.
+func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {
+	c := *in
+	c.metrics = m
+	return &c
+}
+
+// message is the message an event causes, and its topic.
+func message(ev Event) (string, *watermill.Message, error) {
+	if ev.Type == EventPaymentRefunded {
+		msg, err := messages.NewOrderRefunded(messages.OrderRefunded{
+			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+		})
+		return messages.TopicOrderRefunded, msg, err
+	}
+	msg, err := messages.NewOrderPaid(messages.OrderPaid{
+		OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+	})
+	return messages.TopicOrderPaid, msg, err
+}
+
+// signatureFailureReason names a signature error for the failure counter.
+func signatureFailureReason(err error) string {
+	switch {
+	case errors.Is(err, ErrSignatureMissing):
+		return "missing"
+	case errors.Is(err, ErrSignatureMalformed):
+		return "malformed"
+	case errors.Is(err, ErrSignatureExpired):
+		return "expired"
+	case errors.Is(err, ErrSignatureMismatch):
+		return "mismatch"
+	default:
+		return "other"
+	}
+}
