@@ -13,7 +13,7 @@ import (
 )
 
 // MarkPaid moves the order from pending to paid and records the transition,
-// in one statement (OrderMarkPaid), inside the caller's transaction.
+// inside the caller's transaction.
 //
 // Effect protected: "the order was marked paid", and everything that hangs
 // off that transition (the confirmation is written in the same transaction).
@@ -28,9 +28,14 @@ import (
 // order was already paid, NotApplicable when it was refunded (MarkRefunded:
 // terminal), and ErrNotFound when there is no such order.
 func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
-	moved, err := q.OrderMarkPaid(ctx, queries.OrderMarkPaidParams{OrderID: orderID, MessageID: messageID})
+	o, err := q.OrderMarkPaid(ctx, orderID)
 	if err == nil {
-		return effect.Applied, queries.Order(moved), nil
+		err = q.OrderTransitionInsert(ctx, queries.OrderTransitionInsertParams{
+			OrderID: orderID, FromStatus: StatusPending, ToStatus: StatusPaid, MessageID: messageID,
+		})
+	}
+	if err == nil {
+		return effect.Applied, o, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
@@ -38,7 +43,7 @@ func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messag
 	// Nothing matched: the order is paid or refunded already, or there is
 	// no such order. A statement of its own: it sees what the one that
 	// moved it committed.
-	o, err := q.OrderGet(ctx, orderID)
+	o, err = q.OrderGet(ctx, orderID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", queries.Order{}, ErrNotFound
@@ -52,16 +57,21 @@ func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messag
 
 // MarkPaidUnguarded is the mistake MarkPaid prevents, which the lab wires in
 // its place (--without state-check): an unconditional UPDATE that
-// "transitions" the order, and records the transition, on every execution.
+// "transitions" the order, and records a transition, on every execution.
 func MarkPaidUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
-	moved, err := q.OrderMarkPaidUnconditional(ctx, queries.OrderMarkPaidUnconditionalParams{OrderID: orderID, MessageID: messageID})
+	o, err := q.OrderMarkPaidUnconditional(ctx, orderID)
+	if err == nil {
+		err = q.OrderTransitionInsert(ctx, queries.OrderTransitionInsertParams{
+			OrderID: orderID, FromStatus: StatusPending, ToStatus: StatusPaid, MessageID: messageID,
+		})
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, ErrNotFound
 	}
 	if err != nil {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	return effect.Applied, queries.Order(moved), nil
+	return effect.Applied, o, nil
 }
 
 // MarkPaidBatch is MarkPaid for a set of distinct orders, in two

@@ -45,18 +45,10 @@ FOR UPDATE OF o;
 -- name: OrderMarkPaid :one
 -- The state check. Under READ COMMITTED a concurrent second UPDATE waits for
 -- the first, re-reads the row and finds status = 'paid': it matches no row.
--- The transition is recorded by the same statement, from the row it moved:
--- no row moved, no transition.
-WITH moved AS (
-    UPDATE orders
-    SET status = 'paid', paid_at = now()
-    WHERE orders.id = sqlc.arg(order_id) AND status = 'pending'
-    RETURNING *
-), transition AS (
-    INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
-    SELECT moved.id, 'pending', 'paid', sqlc.arg(message_id)::text FROM moved
-)
-SELECT * FROM moved;
+UPDATE orders
+SET status = 'paid', paid_at = now()
+WHERE id = $1 AND status = 'pending'
+RETURNING *;
 
 -- name: OrderMarkPaidBatch :many
 -- The state check, set-based: every pending order of the set moves to paid,
@@ -73,16 +65,10 @@ RETURNING id;
 -- The mistake the state check prevents (scenario "--without state-check"):
 -- every execution "transitions" the order again, a refunded one too (it
 -- comes back to life: paid, no longer refunded).
-WITH moved AS (
-    UPDATE orders
-    SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
-    WHERE orders.id = sqlc.arg(order_id)
-    RETURNING *
-), transition AS (
-    INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
-    SELECT moved.id, 'pending', 'paid', sqlc.arg(message_id)::text FROM moved
-)
-SELECT * FROM moved;
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = $1
+RETURNING *;
 
 -- name: OrderMarkPaidBatchUnguarded :many
 -- The mistake the state check prevents, set-based (batch mode with

@@ -215,42 +215,17 @@ func (q *Queries) OrderLockBatchForUpdate(ctx context.Context, orderIds []uuid.U
 }
 
 const orderMarkPaid = `-- name: OrderMarkPaid :one
-WITH moved AS (
-    UPDATE orders
-    SET status = 'paid', paid_at = now()
-    WHERE orders.id = $1 AND status = 'pending'
-    RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
-), transition AS (
-    INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
-    SELECT moved.id, 'pending', 'paid', $2::text FROM moved
-)
-SELECT id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at FROM moved
+UPDATE orders
+SET status = 'paid', paid_at = now()
+WHERE id = $1 AND status = 'pending'
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
-
-type OrderMarkPaidParams struct {
-	OrderID   uuid.UUID `json:"order_id"`
-	MessageID string    `json:"message_id"`
-}
-
-type OrderMarkPaidRow struct {
-	ID          uuid.UUID   `json:"id"`
-	CustomerID  string      `json:"customer_id"`
-	AffiliateID pgtype.Text `json:"affiliate_id"`
-	AmountCents int64       `json:"amount_cents"`
-	Currency    string      `json:"currency"`
-	Status      string      `json:"status"`
-	CreatedAt   time.Time   `json:"created_at"`
-	PaidAt      *time.Time  `json:"paid_at"`
-	RefundedAt  *time.Time  `json:"refunded_at"`
-}
 
 // The state check. Under READ COMMITTED a concurrent second UPDATE waits for
 // the first, re-reads the row and finds status = 'paid': it matches no row.
-// The transition is recorded by the same statement, from the row it moved:
-// no row moved, no transition.
-func (q *Queries) OrderMarkPaid(ctx context.Context, arg OrderMarkPaidParams) (OrderMarkPaidRow, error) {
-	row := q.db.QueryRow(ctx, orderMarkPaid, arg.OrderID, arg.MessageID)
-	var i OrderMarkPaidRow
+func (q *Queries) OrderMarkPaid(ctx context.Context, id uuid.UUID) (Order, error) {
+	row := q.db.QueryRow(ctx, orderMarkPaid, id)
+	var i Order
 	err := row.Scan(
 		&i.ID,
 		&i.CustomerID,
@@ -331,41 +306,18 @@ func (q *Queries) OrderMarkPaidBatchUnguarded(ctx context.Context, orderIds []uu
 }
 
 const orderMarkPaidUnconditional = `-- name: OrderMarkPaidUnconditional :one
-WITH moved AS (
-    UPDATE orders
-    SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
-    WHERE orders.id = $1
-    RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
-), transition AS (
-    INSERT INTO order_transitions (order_id, from_status, to_status, message_id)
-    SELECT moved.id, 'pending', 'paid', $2::text FROM moved
-)
-SELECT id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at FROM moved
+UPDATE orders
+SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
+WHERE id = $1
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
 `
-
-type OrderMarkPaidUnconditionalParams struct {
-	OrderID   uuid.UUID `json:"order_id"`
-	MessageID string    `json:"message_id"`
-}
-
-type OrderMarkPaidUnconditionalRow struct {
-	ID          uuid.UUID   `json:"id"`
-	CustomerID  string      `json:"customer_id"`
-	AffiliateID pgtype.Text `json:"affiliate_id"`
-	AmountCents int64       `json:"amount_cents"`
-	Currency    string      `json:"currency"`
-	Status      string      `json:"status"`
-	CreatedAt   time.Time   `json:"created_at"`
-	PaidAt      *time.Time  `json:"paid_at"`
-	RefundedAt  *time.Time  `json:"refunded_at"`
-}
 
 // The mistake the state check prevents (scenario "--without state-check"):
 // every execution "transitions" the order again, a refunded one too (it
 // comes back to life: paid, no longer refunded).
-func (q *Queries) OrderMarkPaidUnconditional(ctx context.Context, arg OrderMarkPaidUnconditionalParams) (OrderMarkPaidUnconditionalRow, error) {
-	row := q.db.QueryRow(ctx, orderMarkPaidUnconditional, arg.OrderID, arg.MessageID)
-	var i OrderMarkPaidUnconditionalRow
+func (q *Queries) OrderMarkPaidUnconditional(ctx context.Context, id uuid.UUID) (Order, error) {
+	row := q.db.QueryRow(ctx, orderMarkPaidUnconditional, id)
+	var i Order
 	err := row.Scan(
 		&i.ID,
 		&i.CustomerID,
