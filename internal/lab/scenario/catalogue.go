@@ -39,20 +39,6 @@ func Catalogue() []*Scenario {
 	}
 }
 
-// Names of the guards, as levers.GuardNames spells them.
-const (
-	guardStateCheck       = "state-check"
-	guardLedgerKey        = "ledger-key"
-	guardOutbox           = "outbox"
-	guardInbox            = "inbox"
-	guardProviderKey      = "provider-key"
-	guardWebhookInbox     = "webhook-inbox"
-	guardIdempotencyKey   = "idempotency-key"
-	guardChargeClaim      = "charge-claim"
-	guardChargeRecord     = "charge-record"
-	guardStockReservation = "stock-reservation"
-)
-
 // Fault points, as internal/consumer names them (consumer.FaultAfterMarkPaid, ...).
 const (
 	faultAfterMarkPaid     = "order_paid.after_mark_paid"

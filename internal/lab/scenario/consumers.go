@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // The consumers' own repetitions: an in-process retry, a lost ack, a broker
@@ -16,7 +18,7 @@ func transientRetry() *Scenario {
 		Repeated:  "order_paid retried after step 1",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 1))},
 		Without: map[string]Expect{
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
 		},
 		Run: func(ctx context.Context, s *Stage) error {
 			_, err := payAndWait(ctx, s, "--faults", faultAfterMarkPaid+"=error:1")
@@ -32,7 +34,7 @@ func commitNoAck() *Scenario {
 		Repeated:  "order_paid after its commit",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 1))},
 		Without: map[string]Expect{
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
 		},
 		Run: func(ctx context.Context, s *Stage) error {
 			_, err := payAndWait(ctx, s, "--faults", faultBeforeAck+"=error:1")
@@ -49,7 +51,7 @@ func brokerRedelivery() *Scenario {
 		Repeated:  "order_confirmed x7 (6 failed)",
 		Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 7), eq(ProviderCalls, 7))},
 		Without: map[string]Expect{
-			guardProviderKey: {
+			effect.GuardProviderKey: {
 				Damage: "seven e-mails for one order",
 				Checks: once(1, eq(ExecOrderConfirmed, 7), eq(ProviderCalls, 7), eq(Notified, 7)),
 			},
@@ -71,8 +73,8 @@ func partialFailure() *Scenario {
 		// The crashed run never reached the execution log: executions show 1.
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
 		Without: map[string]Expect{
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 2)),
-			guardOutbox: {
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 2)),
+			effect.GuardOutbox: {
 				Damage: "confirmation lost: the order is paid and no e-mail will ever be sent",
 				Checks: once(1, eq(Enqueued, 0), eq(Delivered, 0), eq(Notified, 0), eq(ExecOrderConfirmed, 0)),
 			},
@@ -84,9 +86,9 @@ func partialFailure() *Scenario {
 				"publishes before the commit, and a crash after the publish confirms a payment that never committed",
 			Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
 			Without: map[string]Expect{
-				guardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1)),
+				effect.GuardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1)),
 					Note: "no damage without the state check: the crashed attempt left nothing to repeat"},
-				guardOutbox: {Checks: once(1, eq(Enqueued, 0), eq(ExecOrderPaid, 1)),
+				effect.GuardOutbox: {Checks: once(1, eq(Enqueued, 0), eq(ExecOrderPaid, 1)),
 					Note: "no damage without the outbox at this crash point: the redelivery published the confirmation"},
 			},
 		},

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // The public edge repeats itself: a client retries, a provider redelivers its
@@ -19,7 +21,7 @@ func clientRetry() *Scenario {
 		Repeated:  "POST /payments after a client timeout",
 		Protected: Expect{Checks: once(1)},
 		Without: map[string]Expect{
-			guardIdempotencyKey: {
+			effect.GuardIdempotencyKey: {
 				Damage: "the customer was charged twice (the order itself stays paid once)",
 				Checks: once(1, eq(Charges, 2)),
 			},
@@ -56,7 +58,7 @@ func newKeyPerRetry() *Scenario {
 		Repeated:  "POST /payments, a new key per retry",
 		Protected: Expect{Checks: once(1)},
 		Without: map[string]Expect{
-			guardChargeClaim: {
+			effect.GuardChargeClaim: {
 				Damage: "the customer was charged twice: each new key charged under a gateway key of its own",
 				Checks: once(1, eq(Charges, 2)),
 			},
@@ -118,7 +120,7 @@ func webhookRedelivered() *Scenario {
 		Repeated:  "webhook x4, same event id",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
 		Without: map[string]Expect{
-			guardWebhookInbox: {
+			effect.GuardWebhookInbox: {
 				Damage: "four order_paid for one event (the consumers' guards still hold the effects)",
 				Checks: once(1, eq(ExecOrderPaid, 4)),
 			},
@@ -143,7 +145,7 @@ func webhookConcurrent() *Scenario {
 		Repeated:  "webhook x5 at once, same event id",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1))},
 		Without: map[string]Expect{
-			guardWebhookInbox: {
+			effect.GuardWebhookInbox: {
 				Damage: "six order_paid for one event (the consumers' guards still hold the effects)",
 				Checks: once(1, eq(ExecOrderPaid, 6)),
 			},
@@ -165,11 +167,11 @@ func twoEvents() *Scenario {
 		Repeated:  "2 provider events, 1 payment",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2))},
 		Without: map[string]Expect{
-			guardLedgerKey: {
+			effect.GuardLedgerKey: {
 				Damage: "double commission: the ledger key came from the delivery, not the intent",
 				Checks: once(1, eq(ExecOrderPaid, 2), eq(Commission, 2)),
 			},
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2)),
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2)),
 		},
 		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 2 && c.ExecOrderConfirmed >= 1 },
 		Run: func(ctx context.Context, s *Stage) error {

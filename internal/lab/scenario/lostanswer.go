@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // The api's call to the gateway ends without the answer stored: the money
@@ -26,7 +28,7 @@ func gatewayForgotKey() *Scenario {
 		Repeated:  "POST /payments after the gateway forgot the key",
 		Protected: Expect{Checks: once(1)},
 		Without: map[string]Expect{
-			guardChargeClaim: {
+			effect.GuardChargeClaim: {
 				Damage: "the customer was charged twice: the paid order went back to the gateway, which no longer knew its key",
 				Checks: once(1, eq(Charges, 2)),
 			},
@@ -55,7 +57,7 @@ func chargeAnswerLost() *Scenario {
 		Protected: Expect{Checks: with(once(1),
 			eq(Refunds, 1), eq(Refunded, 1), eq(Reversed, 1), eq(RefundNotices, 1))},
 		Without: map[string]Expect{
-			guardChargeRecord: {
+			effect.GuardChargeRecord: {
 				Damage: "the refund was never made: the service knew no charge to name, the refund request was poisoned " +
 					"and the customer keeps paying for an order given back",
 				Checks: with(once(1), eq(Refunds, 0), eq(Refunded, 0), eq(Reversed, 0), eq(RefundNotices, 0)),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/netfault"
 )
 
@@ -19,7 +20,7 @@ func commitAckLost() *Scenario {
 		Repeated:  "order_paid after a commit it never heard of",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 1))},
 		Without: map[string]Expect{
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
 		},
 		WithEffects: &Difference{
 			Why: "the lost COMMIT is the batch's own, and the position was in it: the worker never heard of it, " +
@@ -27,7 +28,7 @@ func commitAckLost() *Scenario {
 			Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 1)),
 				Note: "each effect once, and one execution: the unheard-of commit moved the position too"},
 			Without: map[string]Expect{
-				guardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 1)),
+				effect.GuardStateCheck: {Checks: once(1, eq(ExecOrderPaid, 1), eq(ExecOrderConfirmed, 1)),
 					Note: "no damage without the state check: nothing repeated"},
 			},
 		},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
 
@@ -24,11 +25,11 @@ func jobReenqueued() *Scenario {
 			Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 1)),
 		},
 		Without: map[string]Expect{
-			guardInbox: {
+			effect.GuardInbox: {
 				Damage: "the provider was called again; only its idempotency key kept the second e-mail from going out",
 				Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 2)),
 			},
-			guardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 3)),
+			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 3)),
 		},
 		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 2 && c.ExecOrderConfirmed >= 2 },
 		Run: func(ctx context.Context, s *Stage) error {
@@ -67,7 +68,7 @@ func reprocessOperator() *Scenario {
 			Checks: once(1, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 2)),
 		},
 		Without: map[string]Expect{
-			guardLedgerKey: {
+			effect.GuardLedgerKey: {
 				Damage: "double commission: the replayed order_paid is a new message, keyed as a new delivery",
 				Checks: once(1, eq(ExecOrderPaid, 2), eq(Commission, 2)),
 			},
@@ -162,11 +163,11 @@ func backfillTwice() *Scenario {
 		Protected: Expect{Checks: once(backfillOrders,
 			eq(ExecOrderPaid, 3*backfillOrders), eq(ExecOrderConfirmed, backfillOrders))},
 		Without: map[string]Expect{
-			guardLedgerKey: {
+			effect.GuardLedgerKey: {
 				Damage: "double commission: the backfill's message is keyed as a new delivery (the second run repeats the first one's ids)",
 				Checks: once(backfillOrders, eq(ExecOrderPaid, 3*backfillOrders), eq(Commission, 2*backfillOrders)),
 			},
-			guardStateCheck: {
+			effect.GuardStateCheck: {
 				Damage: "every order transitioned three times, three confirmations each",
 				Checks: once(backfillOrders, eq(ExecOrderPaid, 3*backfillOrders),
 					eq(Paid, 3*backfillOrders), eq(Enqueued, 3*backfillOrders)),

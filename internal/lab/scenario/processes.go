@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 )
@@ -24,7 +25,7 @@ func workerRestart() *Scenario {
 		Orders:    restartOrders,
 		Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
 		Without: map[string]Expect{
-			guardProviderKey: {
+			effect.GuardProviderKey: {
 				Damage: "the e-mail in flight at the kill was sent twice",
 				Checks: once(restartOrders, eq(Notified, restartOrders+1)),
 			},
@@ -34,7 +35,7 @@ func workerRestart() *Scenario {
 				"the killed batch had sent goes out again, not only the one in flight",
 			Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
 			Without: map[string]Expect{
-				guardProviderKey: {
+				effect.GuardProviderKey: {
 					Damage: "every e-mail the killed batch had sent was sent again: its inbox rows went with its transaction",
 					Checks: once(restartOrders, atLeast(Notified, restartOrders+1)),
 				},
@@ -74,7 +75,7 @@ func gracefulRestart() *Scenario {
 		Orders:    restartOrders,
 		Protected: Expect{Checks: once(restartOrders, atLeast(ExecOrderConfirmed, restartOrders))},
 		Without: map[string]Expect{
-			guardProviderKey: {
+			effect.GuardProviderKey: {
 				Damage: "the e-mail in flight at the stop was sent twice",
 				Checks: once(restartOrders, eq(Notified, restartOrders+1)),
 			},
@@ -146,7 +147,7 @@ func twoWorkers() *Scenario {
 			"it acks or disconnects, and NATS redelivers after an AckWait of 30s, longer than the worker's 10s wait for the provider",
 		Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 2))},
 		Without: map[string]Expect{
-			guardProviderKey: {
+			effect.GuardProviderKey: {
 				Damage: "two e-mails: both workers passed the inbox check before either wrote it",
 				Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 2), eq(Notified, 2)),
 			},
@@ -158,7 +159,7 @@ func twoWorkers() *Scenario {
 			Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 1)),
 				Note: "each effect once, and one execution: the first worker's run was rolled back with its lease"},
 			Without: map[string]Expect{
-				guardProviderKey: {
+				effect.GuardProviderKey: {
 					Damage: "two e-mails: the first worker's call had gone out before its lease and its run ended",
 					Checks: once(1, eq(ExecOrderConfirmed, 1), eq(Notified, 2)),
 				},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -65,15 +66,15 @@ func refundRedelivered() *Scenario {
 		Repeated:  "payment.refunded x4 after our own refund",
 		Protected: Expect{Checks: refundOnce()},
 		Without: map[string]Expect{
-			guardStateCheck: {
+			effect.GuardStateCheck: {
 				Damage: "the order was \"refunded\" again by every delivery (the customer's notice was absorbed by the inbox)",
 				Checks: refundOnce(atLeast(Refunded, 3)),
 			},
-			guardStockReservation: {
+			effect.GuardStockReservation: {
 				Damage: "every delivery gave the 2 units back again: the stock shows units that do not exist",
 				Checks: refundOnce(atLeast(StockReleased, 2)),
 			},
-			guardLedgerKey: {
+			effect.GuardLedgerKey: {
 				Damage: "the commission was reversed again by every new message (our refund, then each provider event): the affiliate owes it",
 				Checks: refundOnce(atLeast(Reversed, 2)),
 			},
@@ -97,7 +98,7 @@ func paymentAfterRefund() *Scenario {
 		Repeated:  "payment.succeeded x2 after the refund",
 		Protected: Expect{Checks: refundOnce(eq(ExecOrderPaid, 3))},
 		Without: map[string]Expect{
-			guardStateCheck: {
+			effect.GuardStateCheck: {
 				Damage: "the late payments moved the refunded order back to paid: it ends paid, with its money given back",
 				Checks: refundOnce(eq(ExecOrderPaid, 3), eq(Paid, 3), atLeast(Refunded, 2)),
 			},
@@ -130,7 +131,7 @@ func refundBeforePayment() *Scenario {
 			eq(Refunded, 1), eq(StockReleased, 0), eq(Reversed, 0), eq(RefundNotices, 1), eq(ExecOrderPaid, 2),
 		}},
 		Without: map[string]Expect{
-			guardStateCheck: {
+			effect.GuardStateCheck: {
 				Damage: "the late payment brought the refunded order back to life: paid, stock taken, commission credited",
 				Checks: []Check{atLeast(Paid, 1), atLeast(StockReserved, 1), atLeast(Commission, 1), atLeast(Refunded, 2)},
 			},
@@ -180,7 +181,7 @@ func shortOrderRefunded() *Scenario {
 			eq(Refunds, 1), eq(Refunded, 1), eq(StockReleased, 0), eq(Reversed, 0), eq(RefundNotices, 1),
 		}},
 		Without: map[string]Expect{
-			guardStateCheck: {
+			effect.GuardStateCheck: {
 				Damage: "every payment event \"transitioned\" the order again, and every refund event refunded it again",
 				Checks: []Check{eq(Refunds, 1), atLeast(Paid, 2), atLeast(Refunded, 2)},
 			},
@@ -235,7 +236,7 @@ func lastUnitRaced() *Scenario {
 			eq(Notified, 1), eq(Refunds, 1), eq(Refunded, 1), eq(RefundNotices, 1),
 		}},
 		Without: map[string]Expect{
-			guardStockReservation: {
+			effect.GuardStockReservation: {
 				Damage: "the last unit was sold twice: the naive counter took it for both orders (and stopped at 0), nobody was refunded",
 				Checks: []Check{eq(Paid, 2), eq(StockReserved, 2), eq(Refunds, 0), eq(Refunded, 0)},
 			},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
 // A scarce resource: the order's items leave the stock once, however often
@@ -17,7 +19,7 @@ func stockRedelivered() *Scenario {
 		Repeated:  "order_paid x2, an order with items",
 		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 2), eq(StockReserved, 1))},
 		Without: map[string]Expect{
-			guardStockReservation: {
+			effect.GuardStockReservation: {
 				Damage: "the items left the stock twice: the naive counter took them once per delivery (6 units left where 8 should be)",
 				Checks: once(1, eq(ExecOrderPaid, 2), eq(StockReserved, 2)),
 			},
