@@ -2,8 +2,12 @@ package payment
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -17,39 +21,20 @@ const (
 )
 
 // claimCharge runs in phase 1, in the key's transaction, once this request
-// has won its key (a new key, or one recovered after a crash). It decides
-// whether this request may call the gateway for the order.
+// has won its key (a new key, or one recovered after a crash). It decides,
+// whatever the Idempotency-Key, whether this request may call the gateway
+// for the order; one order_charges row per order is its payment intent:
 //
-// Effect protected: the charge itself, whatever the Idempotency-Key. The key
-// protects one request; a client that mints a new key per retry, a second
-// browser tab or a crashed app with a fresh key sends another request for the
-// same payment. One order_charges row per order (its primary key) is the
-// order's payment intent:
+//   - the order is no longer pending: notPayable, whatever its row says;
+//   - no row yet: exactly one of any number of requests claims attempt 1;
+//   - charged: alreadyPaid, stored under this key;
+//   - charging with a live lock: *InFlightError, nothing stored;
+//   - charging with an expired lock: takeOver, the same attempt and so the
+//     same ChargeKey, for the gateway to answer with the first charge;
+//   - refused: nextAttempt, under a new gateway key.
 //
-//   - the order is no longer pending (paid, or refunded): "already paid" or
-//     "refunded", stored under this key; nothing goes to the gateway,
-//     whatever the order's charge row says. The order's status is the
-//     service's own word that the payment happened; a charge row still
-//     "charging" (its answer was lost, the webhook paid the order) must not
-//     send the order to the gateway again, where only the gateway's memory of
-//     ChargeKey would stand between the customer and a second charge, and
-//     gateways forget keys (Stripe after about 24 hours);
-//   - no row yet: INSERT ... ON CONFLICT DO NOTHING lets exactly one of any
-//     number of concurrent requests, whatever their keys, claim attempt 1;
-//     the others wait for its commit, insert nothing, and read the row below;
-//   - charged: "order already paid", stored under this key;
-//   - charging with a live lock: *InFlightError, another request is at the
-//     gateway (nothing is stored, so this key can be retried);
-//   - charging with an expired lock: its holder crashed or its answer was
-//     lost, and the charge may have happened. Take it over keeping the
-//     attempt, so the gateway gets the same key (ChargeKey) and answers
-//     with the first charge instead of making a second;
-//   - refused: the gateway refused the last attempt for good and charged
-//     nothing, so the next attempt may start, under a new gateway key.
-//
-// The take-over and the next attempt are conditional UPDATEs, re-checked by
-// PostgreSQL under READ COMMITTED: of concurrent callers exactly one changes
-// the row, the others are told the charge is in flight.
+// Why the status comes first, and how the conditional UPDATEs leave exactly
+// one winner: docs/techniques/idempotency-key.md.
 func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if c.order.Status != order.StatusPending {
 		return s.notPayable(ctx, q, c)
@@ -114,4 +99,47 @@ func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claime
 // gateway gets the order's key for it (ChargeKey).
 func (c *claimed) holdAttempt(attempt int32) {
 	c.attempt, c.gatewayKey = attempt, ChargeKey(c.order.ID, attempt)
+}
+
+// notPayable answers a payment of an order that is no longer pending: a
+// refunded order is "refunded", any other is "already paid". Nothing goes to
+// the gateway.
+func (s *Service) notPayable(ctx context.Context, q *queries.Queries, c *claimed) error {
+	if c.order.Status == order.StatusRefunded {
+		return s.completeRefusal(ctx, q, c, "Order refunded",
+			fmt.Sprintf("order %s was refunded; a refunded order is not charged again", c.order.ID))
+	}
+	return s.alreadyPaid(ctx, q, c)
+}
+
+// alreadyPaid completes this request's key at once with a 409 problem "order
+// already paid", naming the order's one charge when the service knows it;
+// nothing goes to the gateway.
+//
+// Decision: a new key does not buy a second charge of a paid order. The
+// client may have lost the first key (a restarted app, a second browser tab)
+// and is retrying with a fresh one; charging again is the double charge this
+// package exists to prevent. The refusal is stored under the key like any
+// other answer, so retries of this key keep getting it.
+func (s *Service) alreadyPaid(ctx context.Context, q *queries.Queries, c *claimed) error {
+	detail := fmt.Sprintf("order %s is already paid; it was not charged again", c.order.ID)
+	chargeID, err := q.OrderChargeID(ctx, c.order.ID)
+	switch {
+	case err == nil:
+		detail = fmt.Sprintf("order %s is already paid by charge %s; it was not charged again", c.order.ID, chargeID)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read the charge of order %s: %w", c.order.ID, err)
+	}
+	return s.completeRefusal(ctx, q, c, "Order already paid", detail)
+}
+
+// completeRefusal stores a 409 problem with title and detail as this
+// request's response, and makes it the answer.
+func (s *Service) completeRefusal(ctx context.Context, q *queries.Queries, c *claimed, title, detail string) error {
+	resp := Response{Status: http.StatusConflict, Body: problemBody(http.StatusConflict, title, detail)}
+	if _, err := q.IdempotencyKeyComplete(ctx, completeParams(c, resp)); err != nil {
+		return fmt.Errorf("store the %q response: %w", title, err)
+	}
+	c.done, c.resp = true, resp
+	return nil
 }

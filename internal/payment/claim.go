@@ -2,9 +2,12 @@ package payment
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/order"
@@ -65,6 +68,19 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 		return claimed{}, fmt.Errorf("claim idempotency key for order %s: %w", req.OrderID, err)
 	}
 	return c, nil
+}
+
+// fingerprint identifies the request a key was first used for: the SHA-256
+// of its method, path and canonical body (Body.canonical), so a retry that
+// only changes whitespace or field order still matches. Failure it prevents:
+// a client bug that reuses a key for another request (another order, another
+// card) silently getting the first one's stored "charged" although nothing
+// it asked for happened; it is refused with ErrKeyMismatch (422) instead.
+func fingerprint(orderID uuid.UUID, body Body) string {
+	h := sha256.New()
+	h.Write([]byte("POST /orders/" + orderID.String() + "/payments\n"))
+	h.Write(body.canonical())
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // resume decides for a key that already existed, in this order:

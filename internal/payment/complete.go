@@ -16,26 +16,17 @@ import (
 )
 
 // complete is phase 3: it turns the gateway's answer into our response and
-// stores it under the key, together with what it settles about the order's
-// charge, or releases both when the answer may change on a retry.
+// stores it with what it settles about the order's charge (store), or gives
+// the key and the charge back when the answer may change on a retry (release):
 //
-//   - 2xx: charged. Stored, 201 {"order_id","status":"charged","charge":{...}},
-//     and the order's charge is settled: no request calls the gateway again.
-//   - a refusal about the payment (finalRefusal: a declined card, a payment
-//     the gateway cannot process): the same request would be refused the
-//     same way, so the refusal is stored, 402 problem, and the order may try
-//     its next attempt.
-//   - no answer, 5xx, and the 4xx that are not about the payment (a 429 says
-//     "not now"; a 401 says our configuration is wrong): not stored. The key
-//     and the order's charge are released so a retry runs at once, and
-//     ErrGatewayUnavailable is returned.
+//   - 2xx: charged, 201, and the order's charge settled;
+//   - a refusal about the payment (finalRefusal): 402, stored, and the order
+//     may try its next attempt;
+//   - no answer, a 5xx, or a 4xx not about the payment: nothing stored, the
+//     key released, ErrGatewayUnavailable, so a retry runs at once.
 //
-// Every answer is recorded in gateway_charge_calls, the service's own record
-// of its gateway calls that the audit's "charges" counts.
-//
-// It runs on a context that is not cancelled with the request: once the
-// gateway may have moved money, a client hanging up must not stop us from
-// recording what happened.
+// It runs on a context not cancelled with the request: once the gateway may
+// have moved money, a client hanging up must not stop us recording it.
 func (s *Service) complete(ctx context.Context, c claimed, answer GatewayAnswer, callErr error) (Response, error) {
 	ctx = context.WithoutCancel(ctx)
 	switch {
@@ -61,14 +52,35 @@ func finalRefusal(status int) bool {
 	return status == http.StatusPaymentRequired || status == http.StatusUnprocessableEntity
 }
 
+// refusedResponse is the 402 stored when the gateway refused the charge for
+// good. Its detail repeats the gateway's own, when the gateway sent a
+// problem+json body.
+func refusedResponse(answer GatewayAnswer) Response {
+	var gw problem
+	reason := http.StatusText(answer.Status)
+	if json.Unmarshal(answer.Body, &gw) == nil && gw.Detail != "" {
+		reason = gw.Detail
+	}
+	detail := fmt.Sprintf("the payment gateway refused the charge (%d): %s", answer.Status, reason)
+	return Response{Status: http.StatusPaymentRequired, Body: problemBody(http.StatusPaymentRequired, "Payment refused", detail)}
+}
+
+// chargedResponse is the 201 for a successful charge; charge is the
+// gateway's charge object, kept as it came.
+func chargedResponse(orderID uuid.UUID, charge []byte) Response {
+	body, _ := json.Marshal(struct { // valid JSON (checked by the caller) always encodes
+		OrderID uuid.UUID       `json:"order_id"`
+		Status  string          `json:"status"`
+		Charge  json.RawMessage `json:"charge"`
+	}{orderID, "charged", charge})
+	return Response{Status: http.StatusCreated, Body: body}
+}
+
 // store saves resp as the key's response and settles the order's charge
-// attempt as state, in one transaction with the record of the call.
-//
-// IdempotencyKeyComplete only changes a key that has no response yet: if
-// another request completed the key first (our lock expired during a slow
-// gateway call and a retry recovered it), that response stands and is
-// returned, Replayed. Both came from the gateway under the same key, so
-// they name the same charge.
+// attempt as state, in one transaction with the record of the call. A key
+// another request completed first (our lock expired during a slow call and
+// a retry recovered it) keeps its response, returned Replayed: both came
+// from the gateway under the same key, so they name the same charge.
 func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, resp Response, state string) (Response, error) {
 	out := resp
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -125,35 +137,6 @@ func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, 
 		return errors.Join(err, fmt.Errorf("release idempotency key: %w", relErr))
 	}
 	return err
-}
-
-// recordCall writes the gateway's answer to gateway_charge_calls. A call that
-// got no answer (Status 0) leaves nothing to record: whether it charged is
-// learnt from the retry, which sends the same gateway key.
-func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gatewayKey string, answer GatewayAnswer) error {
-	if answer.Status == 0 {
-		return nil
-	}
-	err := q.GatewayChargeCallInsert(ctx, queries.GatewayChargeCallInsertParams{
-		OrderID: orderID, GatewayKey: gatewayKey, Status: int32(answer.Status),
-		ChargeID: answeredChargeID(answer), Replayed: answer.Replayed,
-	})
-	if err != nil {
-		return fmt.Errorf("record the gateway's answer: %w", err)
-	}
-	return nil
-}
-
-// answeredChargeID is the charge id a 2xx answer names; NULL for any other
-// answer, or one without an id.
-func answeredChargeID(answer GatewayAnswer) pgtype.Text {
-	var charge struct {
-		ID string `json:"id"`
-	}
-	if answer.Status/100 == 2 && json.Unmarshal(answer.Body, &charge) == nil && charge.ID != "" {
-		return pgtype.Text{String: charge.ID, Valid: true}
-	}
-	return pgtype.Text{}
 }
 
 func completeParams(c *claimed, resp Response) queries.IdempotencyKeyCompleteParams {

@@ -9,6 +9,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // maxGatewayBody bounds how much of a gateway answer is read and stored.
@@ -20,7 +25,7 @@ const maxGatewayBody = 1 << 20
 // gateway dedupes that, but it is wasted work).
 const defaultGatewayTimeout = 10 * time.Second
 
-// GatewayClient calls the payment gateway's POST /charges.
+// GatewayClient calls the payment gateway's POST /charges and POST /refunds.
 type GatewayClient struct {
 	baseURL string
 	hc      *http.Client
@@ -42,6 +47,13 @@ type ChargeRequest struct {
 	Currency    string `json:"currency"`
 }
 
+// RefundRequest is the body of the gateway's POST /refunds: it refunds a
+// charge, named by the gateway's charge id.
+type RefundRequest struct {
+	ChargeID    string `json:"charge_id"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
 // GatewayAnswer is the gateway's HTTP answer to a charge, whatever its status.
 type GatewayAnswer struct {
 	Status int
@@ -58,6 +70,14 @@ type GatewayAnswer struct {
 // have happened.
 func (c *GatewayClient) Charge(ctx context.Context, idempotencyKey string, req ChargeRequest) (GatewayAnswer, error) {
 	return c.post(ctx, "/charges", idempotencyKey, req)
+}
+
+// Refund sends one POST /refunds with idempotencyKey in the Idempotency-Key
+// header. As with Charge, every HTTP answer is returned as a GatewayAnswer,
+// and the error is for a call that got no answer, after which the refund
+// may or may not have happened: retry it with the same key.
+func (c *GatewayClient) Refund(ctx context.Context, idempotencyKey string, req RefundRequest) (GatewayAnswer, error) {
+	return c.post(ctx, "/refunds", idempotencyKey, req)
 }
 
 // post sends one POST of body as JSON to path with idempotencyKey in the
@@ -88,4 +108,33 @@ func (c *GatewayClient) post(ctx context.Context, path, idempotencyKey string, b
 		Body:     answer,
 		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
 	}, nil
+}
+
+// recordCall writes the gateway's answer to gateway_charge_calls. A call that
+// got no answer (Status 0) leaves nothing to record: whether it charged is
+// learnt from the retry, which sends the same gateway key.
+func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gatewayKey string, answer GatewayAnswer) error {
+	if answer.Status == 0 {
+		return nil
+	}
+	err := q.GatewayChargeCallInsert(ctx, queries.GatewayChargeCallInsertParams{
+		OrderID: orderID, GatewayKey: gatewayKey, Status: int32(answer.Status),
+		ChargeID: answeredChargeID(answer), Replayed: answer.Replayed,
+	})
+	if err != nil {
+		return fmt.Errorf("record the gateway's answer: %w", err)
+	}
+	return nil
+}
+
+// answeredChargeID is the charge id a 2xx answer names; NULL for any other
+// answer, or one without an id.
+func answeredChargeID(answer GatewayAnswer) pgtype.Text {
+	var charge struct {
+		ID string `json:"id"`
+	}
+	if answer.Status/100 == 2 && json.Unmarshal(answer.Body, &charge) == nil && charge.ID != "" {
+		return pgtype.Text{String: charge.ID, Valid: true}
+	}
+	return pgtype.Text{}
 }

@@ -41,6 +41,19 @@ func ChargeKey(orderID uuid.UUID, attempt int32) string {
 	return fmt.Sprintf("order:%s:charge:%d", orderID, attempt)
 }
 
+// RefundKey is the Idempotency-Key sent to the payment gateway for an
+// order's refund: "order:<order id>:refund".
+//
+// Effect protected: the refund, money given back, as irreversible as the
+// charge. Like ChargeKey it comes from the order's intent (its one refund
+// request, refund_requests), never from a delivery or a request: the
+// refund_requested message redelivered, a worker that crashed between the
+// gateway's answer and its record, two workers racing: each sends this key,
+// and the gateway refunds once and answers the others from its store.
+func RefundKey(orderID uuid.UUID) string {
+	return fmt.Sprintf("order:%s:refund", orderID)
+}
+
 // GatewayKey is the Idempotency-Key a request would send to the payment
 // gateway with the per-order guard switched off (--without charge-claim, NoChargeClaim):
 // the client's key within scope (the customer), "<scope>:<key>".
