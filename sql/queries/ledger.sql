@@ -11,13 +11,11 @@ ON CONFLICT (entry_key) DO NOTHING;
 -- this statement inserted: those orders are applied, every other order of
 -- the set was credited before (already_applied). Under READ COMMITTED the
 -- conflict never raises, even against a concurrent batch. The caller holds
--- each key once. (With "--without ledger-key" the keys are the deliveries'
--- instead, "delivery:<message id>", as ledger.ReleaseCommissionUnguarded
--- writes them: one row per message, several for one order.)
+-- each key once (ledger.ReleaseCommissionBatch).
 --
 -- Set forms (here each beside its per-message twin): the guard applied to a
 -- set of distinct keys in one statement, for a batch of messages in one
--- transaction (internal/consumer/batch.go), which dedupes the batch first.
+-- transaction (internal/consumer/batch_steps.go), which dedupes the batch first.
 INSERT INTO ledger_entries (entry_key, order_id, entry_type, affiliate_id, amount_cents, message_id)
 SELECT unnest(sqlc.arg(entry_keys)::text[]), unnest(sqlc.arg(order_ids)::uuid[]), 'affiliate_commission',
        unnest(sqlc.arg(affiliate_ids)::text[]), unnest(sqlc.arg(amount_cents)::bigint[]), unnest(sqlc.arg(message_ids)::text[])

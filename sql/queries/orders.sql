@@ -19,8 +19,9 @@ SELECT * FROM orders WHERE id = $1;
 --
 -- Set forms (here each beside its per-message twin): the guard applied to a
 -- set of distinct orders in one statement, for a batch of messages in one
--- transaction (internal/consumer/batch.go), which dedupes the batch first.
--- ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+-- transaction (internal/consumer/batch_steps.go), which dedupes the batch first.
+-- A mistake has no set form: with a guard off the lab runs one message at a
+-- time (internal/lab/switches).
 SELECT o.id, o.status, o.affiliate_id, o.amount_cents
 FROM orders o
 WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
@@ -69,18 +70,6 @@ UPDATE orders
 SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
 WHERE id = $1
 RETURNING *;
-
--- name: OrderMarkPaidBatchUnguarded :many
--- The mistake the state check prevents, set-based (batch mode with
--- "--without state-check"): OrderMarkPaidBatch without its WHERE status =
--- 'pending'. Every order of the set "transitions" again, however often it
--- was paid before, and a refunded one comes back to life (paid, no longer
--- refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
--- gives back every order that exists.
-UPDATE orders
-SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
-WHERE id = ANY(sqlc.arg(order_ids)::uuid[])
-RETURNING id;
 
 -- name: OrderTransitionInsert :exec
 INSERT INTO order_transitions (order_id, from_status, to_status, message_id)

@@ -35,8 +35,9 @@ SELECT sku, quantity FROM order_items WHERE order_id = $1 ORDER BY sku;
 --
 -- Set forms (here each beside its per-message twin): the guard applied to a
 -- set of distinct orders in one statement, for a batch of messages in one
--- transaction (internal/consumer/batch.go), which dedupes the batch first.
--- ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+-- transaction (internal/consumer/batch_steps.go), which dedupes the batch first.
+-- A mistake has no set form: with a guard off the lab runs one message at a
+-- time (internal/lab/switches).
 SELECT s.sku
 FROM stock s
 WHERE s.sku IN (SELECT i.sku FROM order_items i WHERE i.order_id = ANY(sqlc.arg(order_ids)::uuid[]))
@@ -62,35 +63,8 @@ WHERE sku = sqlc.arg(sku) AND available >= sqlc.arg(quantity)::integer;
 UPDATE stock SET available = greatest(available - sqlc.arg(quantity)::integer, 0), updated_at = now()
 WHERE sku = sqlc.arg(sku);
 
--- name: StockTakeUnguardedBatch :exec
--- The mistake the reservation prevents, set-based (batch mode with
--- "--without stock-reservation"): the naive counter of StockTakeUnguarded
--- for every delivery of the set at once. order_ids holds an order once per
--- delivery, so each SKU loses the items of every delivery; no reservation
--- row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
--- each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
-UPDATE stock s
-SET available = greatest(s.available - t.quantity, 0), updated_at = now()
-FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
-      FROM unnest(sqlc.arg(order_ids)::uuid[]) AS d(order_id)
-      JOIN order_items i ON i.order_id = d.order_id
-      GROUP BY i.sku) t
-WHERE s.sku = t.sku;
-
 -- name: StockMovementInsert :exec
 INSERT INTO stock_movements (order_id, kind, message_id) VALUES ($1, $2, $3);
-
--- name: StockMovementReserveBatch :many
--- The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
--- movement per delivery (order_ids[i], message_ids[i]) of an order that has
--- items, as stock.ReserveUnguarded writes one per message. RETURNING gives
--- back the order of every row written: a delivery of an order it does not
--- return took nothing (the order has no items).
-INSERT INTO stock_movements (order_id, kind, message_id)
-SELECT d.order_id, 'reserve', d.message_id
-FROM (SELECT unnest(sqlc.arg(order_ids)::uuid[]) AS order_id, unnest(sqlc.arg(message_ids)::text[]) AS message_id) d
-WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
-RETURNING order_id;
 
 -- name: StockReservationRelease :many
 -- The guard of a release: marks the order's live reservations released,

@@ -7,7 +7,7 @@
 // Repetition is the normal case. A scenario makes one repetition happen and
 // then compares how often the code ran (executions) with what really
 // happened (effects). With every guard on, each effect happens once. With
-// one guard off (levers.ParseWithout) the scenario expects the damage that guard
+// one guard off (--without, internal/lab/switches) the scenario expects the damage that guard
 // prevents, double commission, a lost or duplicate e-mail, a double charge,
 // and checks it like any other outcome: a guard switched off that changes
 // nothing is a failure too, because then the scenario proves nothing.

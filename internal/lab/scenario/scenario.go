@@ -21,7 +21,7 @@ type Scenario struct {
 	Orders int
 	// Protected is the expected outcome with every guard on.
 	Protected Expect
-	// Without maps a guard name (levers.GuardNames) to the damage expected when
+	// Without maps a guard name (switches.Names, from the table of guards) to the damage expected when
 	// only that guard is off. A guard not listed here has no checked outcome
 	// in this scenario, and `scenario run NAME --without GUARD` refuses it.
 	Without map[string]Expect

@@ -166,8 +166,9 @@ type OrderLockBatchRow struct {
 //
 // Set forms (here each beside its per-message twin): the guard applied to a
 // set of distinct orders in one statement, for a batch of messages in one
-// transaction (internal/consumer/batch.go), which dedupes the batch first.
-// ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+// transaction (internal/consumer/batch_steps.go), which dedupes the batch first.
+// A mistake has no set form: with a guard off the lab runs one message at a
+// time (internal/lab/switches).
 func (q *Queries) OrderLockBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockBatchRow, error) {
 	rows, err := q.db.Query(ctx, orderLockBatch, orderIds)
 	if err != nil {
@@ -254,39 +255,6 @@ RETURNING id
 // the WHERE clause on the committed row and matches nothing.
 func (q *Queries) OrderMarkPaidBatch(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, orderMarkPaidBatch, orderIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const orderMarkPaidBatchUnguarded = `-- name: OrderMarkPaidBatchUnguarded :many
-UPDATE orders
-SET status = 'paid', paid_at = coalesce(paid_at, now()), refunded_at = NULL
-WHERE id = ANY($1::uuid[])
-RETURNING id
-`
-
-// The mistake the state check prevents, set-based (batch mode with
-// "--without state-check"): OrderMarkPaidBatch without its WHERE status =
-// 'pending'. Every order of the set "transitions" again, however often it
-// was paid before, and a refunded one comes back to life (paid, no longer
-// refunded), as OrderMarkPaidUnconditional does for one order. RETURNING
-// gives back every order that exists.
-func (q *Queries) OrderMarkPaidBatchUnguarded(ctx context.Context, orderIds []uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, orderMarkPaidBatchUnguarded, orderIds)
 	if err != nil {
 		return nil, err
 	}

@@ -138,8 +138,9 @@ FOR NO KEY UPDATE OF s
 //
 // Set forms (here each beside its per-message twin): the guard applied to a
 // set of distinct orders in one statement, for a batch of messages in one
-// transaction (internal/consumer/batch.go), which dedupes the batch first.
-// ...Unguarded: the mistake, set-based, for the lab's levers (batch_levers.go).
+// transaction (internal/consumer/batch_steps.go), which dedupes the batch first.
+// A mistake has no set form: with a guard off the lab runs one message at a
+// time (internal/lab/switches).
 func (q *Queries) StockLockForOrders(ctx context.Context, orderIds []uuid.UUID) ([]string, error) {
 	rows, err := q.db.Query(ctx, stockLockForOrders, orderIds)
 	if err != nil {
@@ -194,44 +195,6 @@ type StockMovementInsertParams struct {
 func (q *Queries) StockMovementInsert(ctx context.Context, arg StockMovementInsertParams) error {
 	_, err := q.db.Exec(ctx, stockMovementInsert, arg.OrderID, arg.Kind, arg.MessageID)
 	return err
-}
-
-const stockMovementReserveBatch = `-- name: StockMovementReserveBatch :many
-INSERT INTO stock_movements (order_id, kind, message_id)
-SELECT d.order_id, 'reserve', d.message_id
-FROM (SELECT unnest($1::uuid[]) AS order_id, unnest($2::text[]) AS message_id) d
-WHERE EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = d.order_id)
-RETURNING order_id
-`
-
-type StockMovementReserveBatchParams struct {
-	OrderIds   []uuid.UUID `json:"order_ids"`
-	MessageIds []string    `json:"message_ids"`
-}
-
-// The record of each naive take of StockTakeUnguardedBatch: one 'reserve'
-// movement per delivery (order_ids[i], message_ids[i]) of an order that has
-// items, as stock.ReserveUnguarded writes one per message. RETURNING gives
-// back the order of every row written: a delivery of an order it does not
-// return took nothing (the order has no items).
-func (q *Queries) StockMovementReserveBatch(ctx context.Context, arg StockMovementReserveBatchParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, stockMovementReserveBatch, arg.OrderIds, arg.MessageIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var order_id uuid.UUID
-		if err := rows.Scan(&order_id); err != nil {
-			return nil, err
-		}
-		items = append(items, order_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const stockReservationInsert = `-- name: StockReservationInsert :execrows
@@ -364,25 +327,4 @@ func (q *Queries) StockTakeUnguarded(ctx context.Context, arg StockTakeUnguarded
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const stockTakeUnguardedBatch = `-- name: StockTakeUnguardedBatch :exec
-UPDATE stock s
-SET available = greatest(s.available - t.quantity, 0), updated_at = now()
-FROM (SELECT i.sku, sum(i.quantity)::integer AS quantity
-      FROM unnest($1::uuid[]) AS d(order_id)
-      JOIN order_items i ON i.order_id = d.order_id
-      GROUP BY i.sku) t
-WHERE s.sku = t.sku
-`
-
-// The mistake the reservation prevents, set-based (batch mode with
-// "--without stock-reservation"): the naive counter of StockTakeUnguarded
-// for every delivery of the set at once. order_ids holds an order once per
-// delivery, so each SKU loses the items of every delivery; no reservation
-// row is met. Clamped at 0 as StockTakeUnguarded is: taking q1 and then q2,
-// each clamped at 0, leaves what taking q1 + q2 once, clamped, leaves.
-func (q *Queries) StockTakeUnguardedBatch(ctx context.Context, orderIds []uuid.UUID) error {
-	_, err := q.db.Exec(ctx, stockTakeUnguardedBatch, orderIds)
-	return err
 }
