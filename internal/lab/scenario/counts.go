@@ -41,8 +41,11 @@ type Counts struct {
 	Reversed      int64 `json:"commission_reversed"`
 	RefundNotices int64 `json:"refund_notices"`
 	Refunds       int64 `json:"refunds"`
-	// ExecOrderRefunded counts runs of the order_refunded consumer.
-	ExecOrderRefunded int64 `json:"exec_order_refunded"`
+	// ExecOrderRefunded counts runs of the order_refunded consumer;
+	// ExecRefundRequested those of refund_requested that reached the
+	// execution log (a run killed in the middle writes none).
+	ExecOrderRefunded   int64 `json:"exec_order_refunded"`
+	ExecRefundRequested int64 `json:"exec_refund_requested"`
 }
 
 // Metric names one number of Counts in a Check.

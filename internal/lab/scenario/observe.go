@@ -35,6 +35,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.StockReleased += a.Effects[effect.StockReleased]
 		c.Reversed += a.Effects[effect.CommissionReversed]
 		c.ExecOrderRefunded += a.Executions["order_refunded"]
+		c.ExecRefundRequested += a.Executions["refund_requested"]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {
