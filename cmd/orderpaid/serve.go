@@ -19,6 +19,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
+	"github.com/orderpaid/orderpaid/internal/lab/labpage"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
@@ -179,7 +180,7 @@ func serve(e env, name string, p process) (err error) {
 			},
 			Logger:    logger,
 			Telemetry: tel,
-			Lab:       labPage(devRun, name, b.Name, cfg.FakesURL, lv, pool),
+			Lab:       labPage(devRun, name, b.Name, cfg.FakesURL, lv, pool, logger),
 		})
 		serveHTTP(ctx, g, "api", apiLn, api, cfg.ShutdownTimeout, logger)
 		// Completed Idempotency-Keys are kept for payment.Config.Retention
@@ -342,12 +343,12 @@ func listen(addr, variable string) (net.Listener, error) {
 	return ln, nil
 }
 
-// labPage is what the lab page (GET /lab) of a dev run acts through; nil
-// outside a dev run, where the API serves no lab page. Its replays are
-// `orderpaid reprocess`'s, on the process's own pool.
-func labPage(devRun bool, process, brokerName, fakesURL string, lv labPulls, pool *pgxpool.Pool) *httpapi.Lab {
+// labPage is the lab page (GET /lab, internal/lab/labpage) of a dev run,
+// which the API mounts; nil outside a dev run, where the API serves no lab
+// page. Its replays are `orderpaid reprocess`'s, on the process's own pool.
+func labPage(devRun bool, process, brokerName, fakesURL string, lv labPulls, pool *pgxpool.Pool, logger *slog.Logger) httpapi.LabPage {
 	if !devRun {
-		return nil
+		return nil // not a nil *labpage.Page: the API would take it for a page
 	}
 	note := ""
 	if !lv.guards.CanSwitch() {
@@ -359,9 +360,10 @@ func labPage(devRun bool, process, brokerName, fakesURL string, lv labPulls, poo
 	if lv.guards.CanSwitch() { // the worker shares this process: the page may fail it
 		points = faultPoints()
 	}
-	return &httpapi.Lab{
+	return labpage.New(labpage.Config{
 		Process: process, Broker: brokerName, FakesURL: fakesURL, Switches: lv.guards, Faults: lv.faults, GuardsNote: note, FaultPoints: points,
-		Replay: func(ctx context.Context, t httpapi.ReplayTarget, out io.Writer) error {
+		Pool: pool, Logger: logger,
+		Replay: func(ctx context.Context, t labpage.ReplayTarget, out io.Writer) error {
 			opts := reprocess.Options{Out: out}
 			switch {
 			case t.Poison:
@@ -373,5 +375,5 @@ func labPage(devRun bool, process, brokerName, fakesURL string, lv labPulls, poo
 				return reprocess.Order(ctx, pool, t.OrderID, opts)
 			}
 		},
-	}
+	})
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -31,7 +32,7 @@ func (s *server) routes() http.Handler {
 	r.With(s.requireJSON(untypedRefused)).Put("/stock/{sku}", s.handleStockSet)
 	r.Get("/stock/{sku}", s.handleStockGet)
 
-	s.labRoutes(r) // GET /lab and what the page reads and does (lab.go)
+	s.labRoutes(r) // GET /lab and what the page reads and does (Deps.Lab)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
@@ -39,6 +40,23 @@ func (s *server) routes() http.Handler {
 		r.Method(http.MethodGet, "/metrics", s.Telemetry.MetricsHandler)
 	}
 	return s.instrument(r)
+}
+
+// labRoutes adds the lab page's routes (GET /lab and the endpoints it reads
+// and acts through, internal/lab/labpage) in a dev run. Without a lab page
+// (a production process) GET /lab says how to get one and nothing else is
+// mounted.
+func (s *server) labRoutes(r chi.Router) {
+	if s.Lab != nil {
+		s.Lab.Mount(r)
+		return
+	}
+	r.Get("/lab", func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: "No lab page in this process", Status: http.StatusNotFound,
+			Detail: "the lab page is served by a dev run only: `orderpaid all`, or ORDERPAID_DEV=1 orderpaid api"})
+	})
 }
 
 // allowedMethods lists the methods routes serves at req's path, for the Allow

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
@@ -23,9 +24,17 @@ type Deps struct {
 	// Telemetry traces every request (a span per request, named by route),
 	// records the HTTP metrics and serves GET /metrics. nil: none of that.
 	Telemetry *telemetry.Telemetry
-	// Lab serves the lab page, GET /lab (lab.go): set in a dev run only.
-	// nil: no lab page.
-	Lab *Lab
+	// Lab is the lab page, GET /lab and what the page reads and does
+	// (internal/lab/labpage, which the API may not import): set in a dev
+	// run only. nil: no lab page.
+	Lab LabPage
+}
+
+// LabPage is the lab page as the API sees it: routes it adds to the API's
+// router (labpage.Page.Mount), which serves them under its own middleware
+// and answers an unknown route or method under /lab as anywhere else.
+type LabPage interface {
+	Mount(r chi.Router)
 }
 
 type server struct {

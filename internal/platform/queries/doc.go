@@ -1,8 +1,8 @@
 // Package queries is the code sqlc generates from sql/migrations (the schema)
 // and sql/queries: every statement the service runs, and nothing else (the
-// lab's own queries, which seed and inspect throwaway databases, are in
-// sql/lab and internal/lab/labqueries). Do not edit it by hand: change the
-// SQL and run `make generate`. Package postgres, beside it, connects,
+// lab's own queries, which seed and inspect throwaway databases and feed the
+// lab page, are in sql/lab and internal/lab/labqueries). Do not edit it by
+// hand: change the SQL and run `make generate`. Package postgres, beside it, connects,
 // migrates and runs transactions; this one holds what they run.
 //
 // It exists so that the service's SQL lives in one place, readable as SQL,

@@ -1,4 +1,4 @@
-package httpapi
+package labpage
 
 import (
 	"encoding/json"
@@ -23,33 +23,33 @@ const maxLabFaultTimes = 100
 // has no hold on a separate worker process: this is the crash the layout
 // allows. Where the worker runs apart, the same points are armed at its
 // start (--faults POINT=crash:1 kills it for real).
-func (s *server) handleLabFault(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabFault(w http.ResponseWriter, r *http.Request) {
 	point := chi.URLParam(r, "point")
 	var req struct {
 		Times int `json:"times"`
 	}
 	if err := readJSON(w, r, &req); err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
-	faults := s.Lab.Faults
-	if faults == nil || len(s.Lab.FaultPoints) == 0 {
-		s.labProblem(w, r, labError{http.StatusConflict, "No fault points here",
+	faults := p.Faults
+	if faults == nil || len(p.FaultPoints) == 0 {
+		p.problem(w, r, labError{http.StatusConflict, "No fault points here",
 			"the page arms fault points only where it shares a process with the worker (`orderpaid all`); " +
 				"for a separate worker, start it with ORDERPAID_DEV=1 orderpaid worker --faults POINT=error:N (or =crash:1)"})
 		return
 	}
-	if !slices.Contains(s.Lab.FaultPoints, point) {
-		s.labProblem(w, r, labError{http.StatusNotFound, "Unknown fault point",
-			fmt.Sprintf("%q is not one of %s", point, strings.Join(s.Lab.FaultPoints, ", "))})
+	if !slices.Contains(p.FaultPoints, point) {
+		p.problem(w, r, labError{http.StatusNotFound, "Unknown fault point",
+			fmt.Sprintf("%q is not one of %s", point, strings.Join(p.FaultPoints, ", "))})
 		return
 	}
 	if req.Times < 1 || req.Times > maxLabFaultTimes {
-		s.problem(w, r, badRequest{fmt.Sprintf("field \"times\" must be 1 to %d, got %d", maxLabFaultTimes, req.Times)})
+		p.problem(w, r, badRequest(fmt.Sprintf("field \"times\" must be 1 to %d, got %d", maxLabFaultTimes, req.Times)))
 		return
 	}
 	faults.Arm(point, fault.Fail, req.Times)
-	s.Logger.WarnContext(r.Context(), "fault point armed from the lab page", "point", point, "times", req.Times)
+	p.Logger.WarnContext(r.Context(), "fault point armed from the lab page", "point", point, "times", req.Times)
 	body, _ := json.Marshal(req)
 	writeJSON(w, http.StatusOK, labDone{OK: true,
 		Output: fmt.Sprintf("the next %d hit(s) of %s fail as a crash there would leave them", req.Times, point),

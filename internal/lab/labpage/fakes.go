@@ -1,4 +1,4 @@
-package httpapi
+package labpage
 
 import (
 	"bytes"
@@ -14,21 +14,21 @@ import (
 // fakesCall does one request to the fakes' endpoint path (FAKES_URL + path)
 // with body (nil: none) and returns the answer's status and body. The page
 // acts on the fakes through the same endpoints a curl line does.
-func (s *server) fakesCall(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+func (p *Page) fakesCall(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.Lab.FakesURL, "/")+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(p.FakesURL, "/")+path, rd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("fakes request %s %s: %w", method, path, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := s.Lab.HTTPClient
+	client := p.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -45,14 +45,14 @@ func (s *server) fakesCall(ctx context.Context, method, path string, body []byte
 }
 
 // errFakesUnreachable is the page's answer when the fakes do not answer.
-func (s *server) errFakesUnreachable(err error) labError {
+func (p *Page) errFakesUnreachable(err error) labError {
 	return labError{http.StatusBadGateway, "The fakes did not answer",
-		fmt.Sprintf("is `orderpaid fakes` running at FAKES_URL=%s? (%v)", s.Lab.FakesURL, err)}
+		fmt.Sprintf("is `orderpaid fakes` running at FAKES_URL=%s? (%v)", p.FakesURL, err)}
 }
 
 // fakesJSON gets path from the fakes and decodes it into v.
-func (s *server) fakesJSON(ctx context.Context, path string, v any) error {
-	status, raw, err := s.fakesCall(ctx, http.MethodGet, path, nil)
+func (p *Page) fakesJSON(ctx context.Context, path string, v any) error {
+	status, raw, err := p.fakesCall(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: lab_page.sql
 
-package queries
+package labqueries
 
 import (
 	"context"
@@ -358,13 +358,13 @@ type LabRecentOrdersRow struct {
 	PaidAt      *time.Time  `json:"paid_at"`
 }
 
-// What the lab page (GET /lab, internal/httpapi/lab*.go) reads, and nothing
-// else does: the recent orders and, for one order, its timeline. The
-// effects next to each order are not here: the page reads the audit
-// (AuditOrder, GET /orders/{id}/audit), the one definition of what is
-// counted. The lab page is served in a dev run only; some of these read a
-// table without an index by order id (webhook_inbox, poison_messages),
-// which is fine for a workshop database.
+// What the lab page (GET /lab, internal/lab/labpage) reads, and nothing else
+// does: the recent orders and, for one order, its timeline. The effects next
+// to each order are not here: the page reads the audit (AuditOrder, GET
+// /orders/{id}/audit), the one definition of what is counted. The lab page
+// is served in a dev run only; some of these read a table without an index
+// by order id (webhook_inbox, poison_messages), which is fine for a workshop
+// database.
 // The most recent orders first.
 func (q *Queries) LabRecentOrders(ctx context.Context, maxOrders int32) ([]LabRecentOrdersRow, error) {
 	rows, err := q.db.Query(ctx, labRecentOrders, maxOrders)

@@ -1,10 +1,10 @@
--- What the lab page (GET /lab, internal/httpapi/lab*.go) reads, and nothing
--- else does: the recent orders and, for one order, its timeline. The
--- effects next to each order are not here: the page reads the audit
--- (AuditOrder, GET /orders/{id}/audit), the one definition of what is
--- counted. The lab page is served in a dev run only; some of these read a
--- table without an index by order id (webhook_inbox, poison_messages),
--- which is fine for a workshop database.
+-- What the lab page (GET /lab, internal/lab/labpage) reads, and nothing else
+-- does: the recent orders and, for one order, its timeline. The effects next
+-- to each order are not here: the page reads the audit (AuditOrder, GET
+-- /orders/{id}/audit), the one definition of what is counted. The lab page
+-- is served in a dev run only; some of these read a table without an index
+-- by order id (webhook_inbox, poison_messages), which is fine for a workshop
+-- database.
 
 -- name: LabRecentOrders :many
 -- The most recent orders first.

@@ -1,4 +1,4 @@
-package httpapi
+package labpage
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/order"
+	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
@@ -35,9 +35,9 @@ type labState struct {
 	GuardsNote string     `json:"guards_note"` // why not, when they cannot
 	// FaultPoints are the points the page may arm here (POST /lab/faults);
 	// empty where it cannot.
-	FaultPoints []string                      `json:"fault_points"`
-	Orders      []queries.LabRecentOrdersRow  `json:"orders"`
-	Poison      []queries.LabPoisonPendingRow `json:"poison"`
+	FaultPoints []string                         `json:"fault_points"`
+	Orders      []labqueries.LabRecentOrdersRow  `json:"orders"`
+	Poison      []labqueries.LabPoisonPendingRow `json:"poison"`
 	// Providers holds each fake's current control settings (GET
 	// /control/gateway, /control/notifications), by name.
 	Providers      map[string]json.RawMessage `json:"providers"`
@@ -56,34 +56,34 @@ type labGuard struct {
 // endpoint (POST /control/{name}).
 var labProviders = []string{"gateway", "notifications"}
 
-func (s *server) handleLabState(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabState(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	sw := s.Lab.Switches
+	sw := p.Switches
 	st := labState{
-		Process: s.Lab.Process, Broker: s.Lab.Broker, FakesURL: s.Lab.FakesURL,
-		Switchable: sw.CanSwitch(), GuardsNote: s.Lab.GuardsNote,
+		Process: p.Process, Broker: p.Broker, FakesURL: p.FakesURL,
+		Switchable: sw.CanSwitch(), GuardsNote: p.GuardsNote,
 		Providers: map[string]json.RawMessage{}, FaultPoints: []string{},
 	}
-	if s.Lab.Faults != nil {
-		st.FaultPoints = append(st.FaultPoints, s.Lab.FaultPoints...)
+	if p.Faults != nil {
+		st.FaultPoints = append(st.FaultPoints, p.FaultPoints...)
 	}
 	fixed := strings.Split(sw.Fixed(), ",")
 	for _, name := range effect.GuardNames() {
 		st.Guards = append(st.Guards, labGuard{Name: name, Off: sw.Off(name), Fixed: slices.Contains(fixed, name)})
 	}
 	var err error
-	if st.Orders, err = s.q.LabRecentOrders(ctx, labMaxOrders); err != nil {
-		s.problem(w, r, fmt.Errorf("lab: recent orders: %w", err))
+	if st.Orders, err = p.lq.LabRecentOrders(ctx, labMaxOrders); err != nil {
+		p.problem(w, r, fmt.Errorf("lab: recent orders: %w", err))
 		return
 	}
-	if st.Poison, err = s.q.LabPoisonPending(ctx, labMaxPoison); err != nil {
-		s.problem(w, r, fmt.Errorf("lab: poison queue: %w", err))
+	if st.Poison, err = p.lq.LabPoisonPending(ctx, labMaxPoison); err != nil {
+		p.problem(w, r, fmt.Errorf("lab: poison queue: %w", err))
 		return
 	}
 	for _, name := range labProviders {
 		var settings json.RawMessage
-		if err := s.fakesJSON(ctx, "/control/"+name, &settings); err != nil {
-			st.ProvidersError = s.errFakesUnreachable(err).detail
+		if err := p.fakesJSON(ctx, "/control/"+name, &settings); err != nil {
+			st.ProvidersError = p.errFakesUnreachable(err).detail
 			break
 		}
 		st.Providers[name] = settings
@@ -118,21 +118,21 @@ type labTimeline struct {
 // gateway's log), every consumer run with each guard's answer, the calls to
 // the providers (charges, refunds, notifications) and the order's messages in
 // the poison queue.
-func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(r)
 	if err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
-	o, err := order.Get(r.Context(), s.q, id)
+	o, err := p.getOrder(r.Context(), id)
 	if err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
 	tl := labTimeline{Order: o, Events: []labEvent{}, Notes: []string{}}
-	for _, part := range []func(*http.Request, uuid.UUID, *labTimeline) error{s.labWebhookEvents, s.labRunEvents, s.labProviderEvents} {
+	for _, part := range []func(*http.Request, uuid.UUID, *labTimeline) error{p.labWebhookEvents, p.labRunEvents, p.labProviderEvents} {
 		if err := part(r, id, &tl); err != nil {
-			s.problem(w, r, fmt.Errorf("lab: timeline of %s: %w", id, err))
+			p.problem(w, r, fmt.Errorf("lab: timeline of %s: %w", id, err))
 			return
 		}
 	}
@@ -143,8 +143,8 @@ func (s *server) handleLabTimeline(w http.ResponseWriter, r *http.Request) {
 
 // labWebhookEvents adds the order's webhook inbox rows and their delivery
 // attempts.
-func (s *server) labWebhookEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
-	webhooks, err := s.q.LabOrderWebhooks(r.Context(), id)
+func (p *Page) labWebhookEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	webhooks, err := p.lq.LabOrderWebhooks(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("webhooks: %w", err)
 	}
@@ -154,13 +154,13 @@ func (s *server) labWebhookEvents(r *http.Request, id uuid.UUID, tl *labTimeline
 		tl.Events = append(tl.Events, labEvent{At: wh.ReceivedAt, Kind: "webhook",
 			Title: "webhook inbox: " + wh.EventType + " accepted", Detail: "event " + wh.EventID})
 	}
-	tl.Events = append(tl.Events, s.labDeliveries(r, events, &tl.Notes)...)
+	tl.Events = append(tl.Events, p.labDeliveries(r, events, &tl.Notes)...)
 	return nil
 }
 
 // labRunEvents adds every handler run of the order and its poison messages.
-func (s *server) labRunEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
-	execs, err := s.q.LabOrderExecutions(r.Context(), id)
+func (p *Page) labRunEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	execs, err := p.lq.LabOrderExecutions(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("executions: %w", err)
 	}
@@ -168,38 +168,38 @@ func (s *server) labRunEvents(r *http.Request, id uuid.UUID, tl *labTimeline) er
 		tl.Events = append(tl.Events, labEvent{At: e.CreatedAt, Kind: "execution", Title: e.Handler + " ran",
 			Detail: "message " + e.MessageID, MessageID: e.MessageID, Outcomes: e.Outcomes, Error: e.Error.String})
 	}
-	poisoned, err := s.q.LabOrderPoison(r.Context(), id.String())
+	poisoned, err := p.lq.LabOrderPoison(r.Context(), id.String())
 	if err != nil {
 		return fmt.Errorf("poison queue: %w", err)
 	}
-	for _, p := range poisoned {
-		title := "poison queue: " + p.Topic + " (" + p.Handler + ")"
-		if p.ReprocessedAt != nil {
-			title += ", replayed " + p.ReprocessedAt.Format(time.TimeOnly)
+	for _, pm := range poisoned {
+		title := "poison queue: " + pm.Topic + " (" + pm.Handler + ")"
+		if pm.ReprocessedAt != nil {
+			title += ", replayed " + pm.ReprocessedAt.Format(time.TimeOnly)
 		}
-		tl.Events = append(tl.Events, labEvent{At: p.CreatedAt, Kind: "poison", Title: title, Detail: p.Reason, MessageID: p.MessageID})
+		tl.Events = append(tl.Events, labEvent{At: pm.CreatedAt, Kind: "poison", Title: title, Detail: pm.Reason, MessageID: pm.MessageID})
 	}
 	return nil
 }
 
 // labProviderEvents adds the service's record of its provider calls: the
 // gateway's charges and refunds, the notifications.
-func (s *server) labProviderEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
-	charges, err := s.q.LabOrderGatewayCalls(r.Context(), id)
+func (p *Page) labProviderEvents(r *http.Request, id uuid.UUID, tl *labTimeline) error {
+	charges, err := p.lq.LabOrderGatewayCalls(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("gateway calls: %w", err)
 	}
 	for _, c := range charges {
 		tl.Events = append(tl.Events, gatewayCall(c.CreatedAt, "charges", c.Status, c.ChargeID, c.Replayed, c.GatewayKey))
 	}
-	refunds, err := s.q.LabOrderRefundCalls(r.Context(), id)
+	refunds, err := p.lq.LabOrderRefundCalls(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("refund calls: %w", err)
 	}
 	for _, c := range refunds {
 		tl.Events = append(tl.Events, gatewayCall(c.CreatedAt, "refunds", c.Status, c.RefundID, c.Replayed, c.GatewayKey))
 	}
-	sent, err := s.q.LabOrderNotifications(r.Context(), id)
+	sent, err := p.lq.LabOrderNotifications(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("notifications: %w", err)
 	}
@@ -231,7 +231,7 @@ func gatewayCall(at time.Time, endpoint string, status int32, gatewayID pgtype.T
 // (GET /webhook-deliveries): a redelivery of an event the inbox already
 // holds is an attempt here and no row there. A note says when the fakes do
 // not answer.
-func (s *server) labDeliveries(r *http.Request, events map[string]bool, notes *[]string) []labEvent {
+func (p *Page) labDeliveries(r *http.Request, events map[string]bool, notes *[]string) []labEvent {
 	if len(events) == 0 {
 		return nil
 	}
@@ -242,8 +242,8 @@ func (s *server) labDeliveries(r *http.Request, events map[string]bool, notes *[
 		Error      string    `json:"error"`
 		At         time.Time `json:"at"`
 	}
-	if err := s.fakesJSON(r.Context(), "/webhook-deliveries", &attempts); err != nil {
-		*notes = append(*notes, "webhook deliveries not shown: "+s.errFakesUnreachable(err).detail)
+	if err := p.fakesJSON(r.Context(), "/webhook-deliveries", &attempts); err != nil {
+		*notes = append(*notes, "webhook deliveries not shown: "+p.errFakesUnreachable(err).detail)
 		return nil
 	}
 	var out []labEvent

@@ -1,4 +1,4 @@
-package httpapi_test
+package labpage_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/labpage"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestLabArmsAFaultPoint(t *testing.T) {
 	t.Parallel()
 	faults := fault.New(func() { t.Error("an error-mode fault must not crash the process") })
-	lab := &httpapi.Lab{Process: "all", Faults: faults, FaultPoints: []string{"order_paid.after_mark_paid"}}
+	lab := labpage.Config{Process: "all", Faults: faults, FaultPoints: []string{"order_paid.after_mark_paid"}}
 
 	if rec := labRequest(t, lab, "POST", "/lab/faults/order_paid.after_mark_paid", "application/json", `{"times":2}`); rec.Code != http.StatusOK ||
 		!strings.Contains(rec.Body.String(), "--faults order_paid.after_mark_paid=error:2") {
@@ -42,7 +42,7 @@ func TestLabArmsAFaultPoint(t *testing.T) {
 	if faults.Hit("order_paid.after_mark_paid") != nil {
 		t.Error("a refused request armed the point")
 	}
-	alone := &httpapi.Lab{Process: "api", FaultPoints: []string{"order_paid.after_mark_paid"}}
+	alone := labpage.Config{Process: "api", FaultPoints: []string{"order_paid.after_mark_paid"}}
 	if rec := labRequest(t, alone, "POST", "/lab/faults/order_paid.after_mark_paid", "application/json", `{"times":1}`); rec.Code != http.StatusConflict ||
 		!strings.Contains(rec.Body.String(), "--faults") {
 		t.Errorf("arm without a fault set = %d %s, want 409 saying how", rec.Code, rec.Body)

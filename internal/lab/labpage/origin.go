@@ -1,4 +1,4 @@
-package httpapi
+package labpage
 
 import (
 	"fmt"
@@ -30,10 +30,10 @@ import (
 //
 // The check comes before anything is read or done: a refused control
 // changes nothing.
-func (s *server) requireLocalPage(next http.Handler) http.Handler {
+func (p *Page) requireLocalPage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := checkLocalPage(r); err != nil {
-			s.labProblem(w, r, err)
+			p.problem(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -1,7 +1,6 @@
-package httpapi_test
+package labpage_test
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,21 +9,26 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/labpage"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 )
 
-// labRequest serves one request to an API whose lab is lab (nil: none), as
+// labRequest serves one request to an API whose lab page is cfg's, as
 // curl on the machine that runs it sends it: Host 127.0.0.1:8080, no Origin.
-func labRequest(t *testing.T, lab *httpapi.Lab, method, path, contentType, body string) *httptest.ResponseRecorder {
+func labRequest(t *testing.T, cfg labpage.Config, method, path, contentType, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	return labRequestFrom(t, lab, method, path, contentType, body, "127.0.0.1:8080", "")
+	return labRequestFrom(t, cfg, method, path, contentType, body, "127.0.0.1:8080", "")
 }
 
 // labRequestFrom is labRequest with the Host and Origin ("": none) a
 // browser or a client sends.
-func labRequestFrom(t *testing.T, lab *httpapi.Lab, method, path, contentType, body, host, origin string) *httptest.ResponseRecorder {
+func labRequestFrom(t *testing.T, cfg labpage.Config, method, path, contentType, body, host, origin string) *httptest.ResponseRecorder {
 	t.Helper()
-	h := httpapi.NewServer(httpapi.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Lab: lab})
+	logger := slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = logger
+	}
+	h := httpapi.NewServer(httpapi.Deps{Logger: logger, Lab: labpage.New(cfg)})
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req.Host = host
 	if origin != "" {
@@ -38,21 +42,9 @@ func labRequestFrom(t *testing.T, lab *httpapi.Lab, method, path, contentType, b
 	return rec
 }
 
-// A production API (no Lab) serves no lab page, and says how to get one.
-func TestLabPageOnlyInADevRun(t *testing.T) {
-	t.Parallel()
-	rec := labRequest(t, nil, "GET", "/lab", "", "")
-	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "orderpaid all") {
-		t.Errorf("GET /lab without a lab = %d %s, want 404 naming `orderpaid all`", rec.Code, rec.Body)
-	}
-	if rec := labRequest(t, nil, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusNotFound {
-		t.Errorf("POST /lab/guards/ledger-key without a lab = %d, want 404", rec.Code)
-	}
-}
-
 func TestLabPageAssets(t *testing.T) {
 	t.Parallel()
-	lab := &httpapi.Lab{Process: "all"}
+	lab := labpage.Config{Process: "all"}
 	for path, want := range map[string]string{"/lab": "text/html", "/lab/assets/lab.js": "javascript", "/lab/assets/lab.css": "text/css"} {
 		rec := labRequest(t, lab, "GET", path, "", "")
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Type"), want) {
@@ -61,6 +53,24 @@ func TestLabPageAssets(t *testing.T) {
 	}
 	if rec := labRequest(t, lab, "GET", "/lab/assets/nothing.js", "", ""); rec.Code != http.StatusNotFound {
 		t.Errorf("GET of an asset that is not there = %d, want 404", rec.Code)
+	}
+}
+
+// The page's routes are the API's: a path under /lab that is none of them,
+// or a method a route does not take, is answered as anywhere else in the
+// API (a 404 problem; a 405 saying what is allowed).
+func TestLabRoutesAreTheAPIs(t *testing.T) {
+	t.Parallel()
+	lab := labpage.Config{Process: "all"}
+	for _, path := range []string{"/lab/", "/lab/nothing", "/lab/guards"} {
+		if rec := labRequest(t, lab, "GET", path, "", ""); rec.Code != http.StatusNotFound || rec.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("GET %s = %d %q, want a 404 problem", path, rec.Code, rec.Header().Get("Content-Type"))
+		}
+	}
+	for path, allow := range map[string]string{"/lab": "GET", "/lab/state": "GET", "/lab/guards/inbox": "POST"} {
+		if rec := labRequest(t, lab, "PUT", path, "application/json", `{}`); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != allow {
+			t.Errorf("PUT %s = %d, Allow %q: want 405, Allow %q", path, rec.Code, rec.Header().Get("Allow"), allow)
+		}
 	}
 }
 
@@ -74,7 +84,7 @@ func TestLabGuardToggle(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := fixed.Live()
-	lab := &httpapi.Lab{Process: "all", Switches: sw}
+	lab := labpage.Config{Process: "all", Switches: sw}
 
 	if rec := labRequest(t, lab, "POST", "/lab/guards/ledger-key", "text/plain", `{"off":true}`); rec.Code != http.StatusUnsupportedMediaType || sw.Off(effect.GuardLedgerKey) {
 		t.Errorf("a text/plain toggle = %d, ledger-key off %v: want 415 and nothing switched", rec.Code, sw.Off(effect.GuardLedgerKey))
@@ -95,8 +105,9 @@ func TestLabGuardToggle(t *testing.T) {
 	if rec := labRequest(t, lab, "POST", "/lab/guards/everything", "application/json", `{"off":true}`); rec.Code != http.StatusBadRequest {
 		t.Errorf("an unknown guard = %d, want 400", rec.Code)
 	}
-	// An api alone has the nil set, production's, as cmd/orderpaid wires it.
-	alone := &httpapi.Lab{Process: "api", Switches: (*switches.Set)(nil), GuardsNote: "start orderpaid all"}
+	// An api alone has no switch set (the nil set, production's, as
+	// cmd/orderpaid wires it): a toggle is refused with the note.
+	alone := labpage.Config{Process: "api", GuardsNote: "start orderpaid all"}
 	if rec := labRequest(t, alone, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "orderpaid all") {
 		t.Errorf("a toggle without a switch set = %d %s, want 409 with the note", rec.Code, rec.Body)
 	}

@@ -1,4 +1,4 @@
-package httpapi_test
+package labpage_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/httpapi"
+	"github.com/orderpaid/orderpaid/internal/lab/labpage"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -36,8 +36,8 @@ func TestLabControlsRefuseAForeignOriginOrHost(t *testing.T) {
 	const point = "order_paid.after_mark_paid"
 	sw := (*switches.Set)(nil).Live()
 	faults := fault.New(func() { t.Error("an error-mode fault crashed") })
-	lab := &httpapi.Lab{Process: "all", Switches: sw, Faults: faults, FakesURL: fakes.URL, FaultPoints: []string{point},
-		Replay: func(context.Context, httpapi.ReplayTarget, io.Writer) error { replays.Add(1); return nil }}
+	lab := labpage.Config{Process: "all", Switches: sw, Faults: faults, FakesURL: fakes.URL, FaultPoints: []string{point},
+		Replay: func(context.Context, labpage.ReplayTarget, io.Writer) error { replays.Add(1); return nil }}
 
 	controls := []struct{ path, body string }{
 		{"/lab/guards/ledger-key", `{"off":true}`},

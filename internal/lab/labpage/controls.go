@@ -1,4 +1,4 @@
-package httpapi
+package labpage
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/orderpaid/orderpaid/internal/order"
 )
 
 // labDone is the answer of every lab control: what it did, and the command
@@ -37,58 +35,58 @@ type labRedeliverRequest struct {
 // order's charge count more times: with the same event id (a provider
 // retrying), or each with a new one (a provider emitting several events for
 // one payment), one after the other or all at once.
-func (s *server) handleLabRedeliver(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabRedeliver(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(r)
 	if err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
 	var req labRedeliverRequest
 	if err := readJSON(w, r, &req); err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
-	if _, err := order.Get(r.Context(), s.q, id); err != nil {
-		s.problem(w, r, err)
+	if _, err := p.getOrder(r.Context(), id); err != nil {
+		p.problem(w, r, err)
 		return
 	}
-	chargeID, err := s.q.LabOrderChargeID(r.Context(), id)
+	chargeID, err := p.lq.LabOrderChargeID(r.Context(), id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		s.labProblem(w, r, labError{http.StatusConflict, "No charge to redeliver", "the gateway has confirmed no charge of this order yet: pay it first"})
+		p.problem(w, r, labError{http.StatusConflict, "No charge to redeliver", "the gateway has confirmed no charge of this order yet: pay it first"})
 		return
 	}
 	if err != nil {
-		s.problem(w, r, fmt.Errorf("lab: charge of %s: %w", id, err))
+		p.problem(w, r, fmt.Errorf("lab: charge of %s: %w", id, err))
 		return
 	}
 	body, _ := json.Marshal(req)
-	s.labForward(w, r, "/charges/"+chargeID+"/redeliver", body)
+	p.labForward(w, r, "/charges/"+chargeID+"/redeliver", body)
 }
 
 // handleLabProvider replaces a fake's control settings (fail_next,
 // fail_status, retry_after_s, delay_ms, and for the gateway
 // duplicate_webhooks): the body goes to POST /control/{provider} as it is,
 // and the fake checks it.
-func (s *server) handleLabProvider(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabProvider(w http.ResponseWriter, r *http.Request) {
 	provider := chi.URLParam(r, "provider")
 	if !slices.Contains(labProviders, provider) {
-		s.problem(w, r, badRequest{fmt.Sprintf("provider %q: want one of %s", provider, strings.Join(labProviders, ", "))})
+		p.problem(w, r, badRequest(fmt.Sprintf("provider %q: want one of %s", provider, strings.Join(labProviders, ", "))))
 		return
 	}
 	body, err := readBody(w, r, maxJSONBody)
 	if err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
-	s.labForward(w, r, "/control/"+provider, body)
+	p.labForward(w, r, "/control/"+provider, body)
 }
 
 // labForward POSTs body to the fakes' path and answers with what they said
 // and the curl line that says the same.
-func (s *server) labForward(w http.ResponseWriter, r *http.Request, path string, body []byte) {
-	status, raw, err := s.fakesCall(r.Context(), http.MethodPost, path, body)
+func (p *Page) labForward(w http.ResponseWriter, r *http.Request, path string, body []byte) {
+	status, raw, err := p.fakesCall(r.Context(), http.MethodPost, path, body)
 	if err != nil {
-		s.labProblem(w, r, s.errFakesUnreachable(err))
+		p.problem(w, r, p.errFakesUnreachable(err))
 		return
 	}
 	done := labDone{OK: status < 300, CLI: curlLine(http.MethodPost, "$FAKES_URL", path, body)}
@@ -106,10 +104,10 @@ func (s *server) labForward(w http.ResponseWriter, r *http.Request, path string,
 // handleLabReplay re-enqueues through the reprocess tool: one order's
 // order_paid, one message of the outbox, or the poison queue. The tool's
 // plan and progress are the answer's output.
-func (s *server) handleLabReplay(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabReplay(w http.ResponseWriter, r *http.Request) {
 	var t ReplayTarget
 	if err := readJSON(w, r, &t); err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
 	var cli string
@@ -127,15 +125,15 @@ func (s *server) handleLabReplay(w http.ResponseWriter, r *http.Request) {
 		cli = "orderpaid reprocess --poison"
 	}
 	if chosen != 1 {
-		s.problem(w, r, badRequest{`give exactly one of "order_id", "message_id", "poison": true`})
+		p.problem(w, r, badRequest(`give exactly one of "order_id", "message_id", "poison": true`))
 		return
 	}
-	if s.Lab.Replay == nil {
-		s.labProblem(w, r, labError{http.StatusNotImplemented, "No replay here", "this process cannot replay: run " + cli})
+	if p.Replay == nil {
+		p.problem(w, r, labError{http.StatusNotImplemented, "No replay here", "this process cannot replay: run " + cli})
 		return
 	}
 	var out bytes.Buffer
-	err := s.Lab.Replay(r.Context(), t, &out)
+	err := p.Replay(r.Context(), t, &out)
 	done := labDone{OK: err == nil, CLI: cli, Output: out.String()}
 	if err != nil {
 		done.Output += err.Error()
@@ -146,33 +144,33 @@ func (s *server) handleLabReplay(w http.ResponseWriter, r *http.Request) {
 // handleLabGuard switches one guard off ({"off":true}) or back on, in the
 // process's switch set: the api's and the worker's guards alike, from their
 // next step on. Only a workshop process that runs both has one.
-func (s *server) handleLabGuard(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLabGuard(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "guard")
 	var req struct {
 		Off bool `json:"off"`
 	}
 	if err := readJSON(w, r, &req); err != nil {
-		s.problem(w, r, err)
+		p.problem(w, r, err)
 		return
 	}
-	sw := s.Lab.Switches
+	sw := p.Switches
 	if !sw.CanSwitch() {
-		s.labProblem(w, r, labError{http.StatusConflict, "Guards cannot be switched here", s.Lab.GuardsNote})
+		p.problem(w, r, labError{http.StatusConflict, "Guards cannot be switched here", p.GuardsNote})
 		return
 	}
 	if !req.Off && strings.Contains(","+sw.Fixed()+",", ","+name+",") {
-		s.labProblem(w, r, labError{http.StatusConflict, "Switched off from the start",
+		p.problem(w, r, labError{http.StatusConflict, "Switched off from the start",
 			"--without " + name + " switched it off when the process started: restart without it"})
 		return
 	}
 	if err := sw.Switch(name, req.Off); err != nil {
-		s.problem(w, r, badRequest{err.Error()})
+		p.problem(w, r, badRequest(err.Error()))
 		return
 	}
 	if req.Off {
-		s.Logger.WarnContext(r.Context(), "guard switched off from the lab page: effects may happen twice", "guard", name)
+		p.Logger.WarnContext(r.Context(), "guard switched off from the lab page: effects may happen twice", "guard", name)
 	} else {
-		s.Logger.InfoContext(r.Context(), "guard switched back on from the lab page", "guard", name)
+		p.Logger.InfoContext(r.Context(), "guard switched back on from the lab page", "guard", name)
 	}
 	body, _ := json.Marshal(req)
 	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(sw.OffNow(), ", "),
