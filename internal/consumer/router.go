@@ -35,7 +35,7 @@ type RouterConfig struct {
 	Skip []string
 }
 
-// NewRouter subscribes both consumers on b, behind the failure policy:
+// NewRouter subscribes every consumer of Subscriptions on b, behind the failure policy:
 //
 //   - a permanent failure (malformed payload, unknown order, a request the
 //     provider refuses) goes to the poison queue at once, with its reason;

@@ -15,7 +15,7 @@ import (
 // However large the executions, after a correct run every effect is 0 or 1.
 //
 // Cleaned names the counts whose evidence retention has removed rows of for
-// this order (internal/ops/retention): "executions" (both handlers' runs),
+// this order (internal/ops/retention): "executions" (every handler's runs),
 // "confirmation_enqueued", "confirmation_delivered". Such a count is what is
 // left, not what happened: a 0 there does not say the e-mail was not sent.
 // Always present, empty when nothing was cleaned.
