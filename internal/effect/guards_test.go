@@ -15,7 +15,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/effect"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's table of effects from effect.Protections")
+var update = flag.Bool("update", false, "rewrite the table of effects of README.md and README.pt-BR.md from effect.Protections")
 
 const root = "../.."
 
@@ -115,50 +115,88 @@ func TestProtectionsAgree(t *testing.T) {
 	}
 }
 
-const (
-	tableStart = "<!-- the table of effects: made from internal/effect/guards.go (go test ./internal/effect -update) -->"
-	tableEnd   = "<!-- end of the table of effects -->"
-)
+// readme is one README with a table of effects: the file, the markers its
+// table sits between, and its language's words for the table.
+type readme struct {
+	path, start, end string
+	header           string // the table's header and delimiter rows
+	none             string // the guard column of a row the lab cannot switch off
+	says, how        func(effect.Protection) string
+	page             func(string) string // the row's page, as this README links it
+}
 
-// readmeTable renders the README's table of effects from the table.
-func readmeTable(t *testing.T) string {
+// readmes are the README and its pt-BR twin. Their tables are made from the
+// same rows of effect.Protections, in the same order, with the same
+// --without names and the same code links; only the words are translated,
+// and each row's page is the page in the README's language.
+var readmes = []readme{
+	{
+		path:   "README.md",
+		start:  "<!-- the table of effects: made from internal/effect/guards.go (go test ./internal/effect -update) -->",
+		end:    "<!-- end of the table of effects -->",
+		header: "| effect (must not happen twice) | technique | guard (`--without`) | code |\n|---|---|---|---|\n",
+		none:   "none: nothing to switch off",
+		says:   func(p effect.Protection) string { return p.Says },
+		how:    func(p effect.Protection) string { return p.How },
+		page:   func(page string) string { return page },
+	},
+	{
+		path:   "README.pt-BR.md",
+		start:  "<!-- a tabela de efeitos: gerada de internal/effect/guards.go (go test ./internal/effect -update) -->",
+		end:    "<!-- fim da tabela de efeitos -->",
+		header: "| efeito (não pode acontecer duas vezes) | técnica | proteção (`--without`) | código |\n|---|---|---|---|\n",
+		none:   "nenhuma: nada a desligar",
+		says:   func(p effect.Protection) string { return p.SaysPT },
+		how:    func(p effect.Protection) string { return p.HowPT },
+		page:   func(page string) string { return "docs/pt-BR/" + strings.TrimPrefix(page, "docs/") },
+	},
+}
+
+// table renders a README's table of effects from the table.
+func (r readme) table(t *testing.T) string {
 	var b strings.Builder
-	b.WriteString("| effect (must not happen twice) | technique | guard (`--without`) | code |\n|---|---|---|---|\n")
+	b.WriteString(r.header)
 	for _, p := range effect.Protections {
-		without := "none: nothing to switch off"
+		if r.says(p) == "" || r.how(p) == "" {
+			t.Errorf("%s: %s: the row has no words for this README's table (Says/How, SaysPT/HowPT)", r.path, p.Effect)
+		}
+		without := r.none
 		if p.Without != "" {
 			without = "`" + p.Without + "`"
 		}
 		file := declared(t, p.Guard)
-		fmt.Fprintf(&b, "| %s | %s ([%s](%s)) | %s | [%s](%s) |\n", p.Says, p.How, p.Technique, p.Page, without, file, file)
+		fmt.Fprintf(&b, "| %s | %s ([%s](%s)) | %s | [%s](%s) |\n", r.says(p), r.how(p), p.Technique, r.page(p.Page), without, file, file)
 	}
 	return b.String()
 }
 
-// The README's table of effects is the table's: a row added, renamed or
-// moved here and not there fails, naming the README. Rewrite it with
-// go test ./internal/effect -update.
+// The README's table of effects, and its twin's in README.pt-BR.md, are the
+// table's: a row added, renamed or moved here and not there fails, naming
+// the README. Rewrite both with go test ./internal/effect -update.
 func TestREADMETableIsTheTable(t *testing.T) {
-	path := filepath.Join(root, "README.md")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(raw)
-	before, rest, ok1 := strings.Cut(text, tableStart+"\n")
-	table, after, ok2 := strings.Cut(rest, tableEnd)
-	if !ok1 || !ok2 {
-		t.Fatalf("README.md: the table of effects is not between %q and %q", tableStart, tableEnd)
-	}
-	want := readmeTable(t)
-	if table == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(before+tableStart+"\n"+want+tableEnd+after), 0o644); err != nil {
+	for _, r := range readmes {
+		path := filepath.Join(root, r.path)
+		raw, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		text := string(raw)
+		before, rest, ok1 := strings.Cut(text, r.start+"\n")
+		table, after, ok2 := strings.Cut(rest, r.end)
+		if !ok1 || !ok2 {
+			t.Errorf("%s: the table of effects is not between %q and %q", r.path, r.start, r.end)
+			continue
+		}
+		want := r.table(t)
+		if table == want {
+			continue
+		}
+		if *update {
+			if err := os.WriteFile(path, []byte(before+r.start+"\n"+want+r.end+after), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s: the table of effects differs from internal/effect/guards.go; run go test ./internal/effect -update\n got:\n%s\nwant:\n%s", r.path, table, want)
 	}
-	t.Errorf("README.md: the table of effects differs from internal/effect/guards.go; run go test ./internal/effect -update\n got:\n%s\nwant:\n%s", table, want)
 }

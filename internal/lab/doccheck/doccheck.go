@@ -4,7 +4,8 @@
 // target Markdown file does not have. A second test checks that every page
 // under docs/ (docs/techniques/ included) has its Brazilian Portuguese twin at the same
 // path under docs/pt-BR/ (and every pt-BR page its English original), and
-// that the two link to each other.
+// that the two link to each other; at the repository's root, a page NAME.md
+// (README.md) has its twin beside it, NAME.pt-BR.md.
 //
 // The docs of this project teach by linking to the exact file and function
 // that implements each technique. A renamed file silently breaks that, so
@@ -20,6 +21,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,6 +48,32 @@ func Unpaired(en, pt []string) (onlyEN, onlyPT []string) {
 	slices.Sort(onlyPT)
 	return onlyEN, onlyPT
 }
+
+// RootPages sorts the names of the Markdown files at the repository's root
+// into English pages and translations: NAME.pt-BR.md is the translation of
+// NAME.md, and both come back as NAME.md, so that Unpaired pairs them
+// (README.md and README.pt-BR.md). Names that are not Markdown are left out.
+func RootPages(names []string) (en, pt []string) {
+	for _, n := range names {
+		if !strings.EqualFold(filepath.Ext(n), ".md") {
+			continue
+		}
+		if base, ok := strings.CutSuffix(n, ptRootSuffix); ok {
+			pt = append(pt, base+".md")
+			continue
+		}
+		en = append(en, n)
+	}
+	return en, pt
+}
+
+// PTRootName is the name of the translation of the root page en:
+// README.md's is README.pt-BR.md.
+func PTRootName(en string) string {
+	return strings.TrimSuffix(en, filepath.Ext(en)) + ptRootSuffix
+}
+
+const ptRootSuffix = ".pt-BR.md"
 
 // Link is one link found in a Markdown file.
 type Link struct {

@@ -103,6 +103,71 @@ func TestEveryPageHasItsTwin(t *testing.T) {
 	}
 }
 
+// The Markdown pages at the repository's root have their twins beside them:
+// README.md and README.pt-BR.md, linked both ways. A README.md without
+// README.pt-BR.md fails here, as a docs page without its pt-BR twin fails
+// above.
+func TestEveryRootPageHasItsTwin(t *testing.T) {
+	root := repoRoot(t)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	en, pt := RootPages(names)
+	if !slices.Contains(en, "README.md") {
+		t.Fatalf("no README.md among the root's Markdown pages %q: the listing is broken", en)
+	}
+	onlyEN, onlyPT := Unpaired(en, pt)
+	for _, p := range onlyEN {
+		t.Errorf("%s has no translation: write %s (and link the two)", p, PTRootName(p))
+	}
+	for _, p := range onlyPT {
+		t.Errorf("%s has no English page %s", PTRootName(p), p)
+	}
+	for _, p := range en {
+		if slices.Contains(onlyEN, p) {
+			continue
+		}
+		enPage, ptPage := filepath.Join(root, p), filepath.Join(root, PTRootName(p))
+		if !linksTo(t, enPage, ptPage) {
+			t.Errorf("%s does not link to its translation %s", p, PTRootName(p))
+		}
+		if !linksTo(t, ptPage, enPage) {
+			t.Errorf("%s does not link back to %s", PTRootName(p), p)
+		}
+	}
+}
+
+func TestRootPages(t *testing.T) {
+	en, pt := RootPages([]string{"README.md", "README.pt-BR.md", "go.mod", "CHANGES.md", "NOTES.pt-BR.md"})
+	if want := []string{"README.md", "CHANGES.md"}; !reflect.DeepEqual(en, want) {
+		t.Errorf("en = %q, want %q", en, want)
+	}
+	if want := []string{"README.md", "NOTES.md"}; !reflect.DeepEqual(pt, want) {
+		t.Errorf("pt = %q, want %q", pt, want)
+	}
+	onlyEN, onlyPT := Unpaired(en, pt)
+	if want := []string{"CHANGES.md"}; !reflect.DeepEqual(onlyEN, want) {
+		t.Errorf("onlyEN = %q, want %q", onlyEN, want)
+	}
+	if want := []string{"NOTES.md"}; !reflect.DeepEqual(onlyPT, want) {
+		t.Errorf("onlyPT = %q, want %q", onlyPT, want)
+	}
+	// A README.md alone is unpaired: the root's README needs its twin.
+	if onlyEN, _ := Unpaired(RootPages([]string{"README.md", "Makefile"})); !reflect.DeepEqual(onlyEN, []string{"README.md"}) {
+		t.Errorf("a README.md without README.pt-BR.md: onlyEN = %q, want [README.md]", onlyEN)
+	}
+	if got := PTRootName("README.md"); got != "README.pt-BR.md" {
+		t.Errorf("PTRootName(README.md) = %q, want README.pt-BR.md", got)
+	}
+}
+
 // pagesIn lists the Markdown pages under dir, folders included, as
 // slash-separated paths relative to dir, leaving out the folder skip.
 func pagesIn(t *testing.T, dir, skip string) []string {
