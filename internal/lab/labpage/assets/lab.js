@@ -9,6 +9,33 @@ let switchable = false;
 
 const $ = (id) => document.getElementById(id);
 
+// --- projector mode ---------------------------------------------------------
+
+// Projector mode makes the page legible from the back of a room (lab.css:
+// html.projector). The header's button switches it; ?projector=1 or
+// ?projector=0 in the address sets it; either choice is remembered in this
+// browser's localStorage for the next visit. A browser that keeps no storage
+// (a private window may refuse it) still switches, for this visit.
+const projectorKey = "orderpaid-lab-projector";
+
+function rememberedProjector() {
+  try { return localStorage.getItem(projectorKey) === "1"; } catch { return false; }
+}
+
+function setProjector(on, remember) {
+  document.documentElement.classList.toggle("projector", on);
+  $("projector").setAttribute("aria-pressed", String(on));
+  if (!remember) return;
+  try { localStorage.setItem(projectorKey, on ? "1" : "0"); } catch { /* this visit only */ }
+}
+
+function initProjector() {
+  const asked = new URLSearchParams(location.search).get("projector");
+  if (asked === null) setProjector(rememberedProjector(), false);
+  else setProjector(asked !== "0" && asked !== "false" && asked !== "off", true);
+  $("projector").addEventListener("click", () => setProjector(!document.documentElement.classList.contains("projector"), true));
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -274,6 +301,7 @@ async function loop() {
   setTimeout(loop, pollMs);
 }
 
+initProjector();
 drawProviderForms();
 $("arm-fault").addEventListener("click", armFault);
 select(selected);
