@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -74,23 +72,13 @@ func (s *server) requireJSON(untypedOK bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ct := r.Header.Get("Content-Type")
-			if ct == "" && untypedOK || isJSON(ct) {
+			if ct == "" && untypedOK || strictjson.IsMediaType(ct) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			s.problem(w, r, errUnsupportedMediaType)
 		})
 	}
-}
-
-// isJSON reports whether a Content-Type value is application/json.
-func isJSON(contentType string) bool {
-	mediaType, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mediaType != "application/json" {
-		return false
-	}
-	charset, ok := params["charset"]
-	return !ok || strings.EqualFold(charset, "utf-8")
 }
 
 // orderID reads the {id} URL parameter.

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -69,7 +67,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // the API never says yes.
 func (p *Page) requireJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isJSON(r.Header.Get("Content-Type")) {
+		if !strictjson.IsMediaType(r.Header.Get("Content-Type")) {
 			// RFC 9110, section 15.5.16: Accept names the one media type read.
 			w.Header().Set("Accept", "application/json")
 			p.problem(w, r, labError{http.StatusUnsupportedMediaType, "Unsupported media type",
@@ -78,16 +76,6 @@ func (p *Page) requireJSON(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// isJSON reports whether a Content-Type value is application/json.
-func isJSON(contentType string) bool {
-	mediaType, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mediaType != "application/json" {
-		return false
-	}
-	charset, ok := params["charset"]
-	return !ok || strings.EqualFold(charset, "utf-8")
 }
 
 // orderID reads the {id} URL parameter.
