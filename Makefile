@@ -1,5 +1,5 @@
 # The two commands of the README, and a few conveniences.
-.PHONY: demo test build generate services
+.PHONY: demo test build generate services footprint
 
 ## demo: build, migrate, run api + worker + fakes in one process and walk one order through (needs PostgreSQL)
 demo:
@@ -20,3 +20,7 @@ generate:
 ## services: start PostgreSQL, RabbitMQ and NATS if they are down
 services:
 	bash scripts/services.sh
+
+## footprint: the files one order runs through (a coverage build, one order against an idle run of the same length)
+footprint:
+	bash scripts/footprint.sh
