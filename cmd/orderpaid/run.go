@@ -47,6 +47,7 @@ func subcommands() map[string]subcommand {
 		"backfill":  {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
 		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
 		"scenario":  {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
+		"reconcile": {"hold every order against the providers' records and settle what is safe (a lost charge answer, a missed refund, a missing e-mail)", runReconcile},
 		"retention": {"remove old inbox and execution log rows, and relayed or consumed messages (safe to run twice, and concurrently)", runRetention},
 		"bench":     {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
 		"soak":      {"pay many orders while killing and restarting processes, then check every invariant", runSoak},

@@ -52,6 +52,7 @@ type GatewayRefundCall struct {
 	RefundID   pgtype.Text `json:"refund_id"`
 	Replayed   bool        `json:"replayed"`
 	CreatedAt  time.Time   `json:"created_at"`
+	Detail     pgtype.Text `json:"detail"`
 }
 
 type IdempotencyKey struct {
@@ -137,6 +138,14 @@ type PoisonMessage struct {
 	Reason        string     `json:"reason"`
 	CreatedAt     time.Time  `json:"created_at"`
 	ReprocessedAt *time.Time `json:"reprocessed_at"`
+}
+
+type ReconcileAction struct {
+	Action    string    `json:"action"`
+	Key       string    `json:"key"`
+	OrderID   uuid.UUID `json:"order_id"`
+	Detail    string    `json:"detail"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 type RefundRequest struct {
