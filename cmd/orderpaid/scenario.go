@@ -76,6 +76,7 @@ func scenarioRun(e env) error {
 	bin := fs.String("bin", "", "the orderpaid binary to start as child processes (default: this one)")
 	keep := fs.Bool("keep", false, "keep every scenario's database and process logs (always kept for a failed one)")
 	parallel := fs.Int("parallel", 1, "scenarios run at once (postgres broker only; each has its own database and ports)")
+	audits := fs.Bool("audit", false, "after the table, print each order's GET /orders/{id}/audit as the API answered it once the scenario settled, one JSON line per order")
 	if err := parseFlags(fs, env{ctx: e.ctx, args: args, getenv: e.getenv, stdout: e.stdout, stderr: e.stderr}, "(NAME | all) [flags]"); err != nil {
 		return helpOK(err)
 	}
@@ -104,9 +105,13 @@ func scenarioRun(e env) error {
 	if err != nil {
 		return err
 	}
+	runCfg.Audits = *audits
 	results := scenario.Run(e.ctx, runCfg, cases)
 	fmt.Fprintln(e.stdout)
 	if err := scenario.WriteTable(e.stdout, results); err != nil {
+		return err
+	}
+	if err := scenario.WriteAudits(e.stdout, results); err != nil {
 		return err
 	}
 	summary := scenario.Summary(results)

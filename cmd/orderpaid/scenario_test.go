@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,15 +70,32 @@ func TestScenarioRun(t *testing.T) {
 		}
 		return ""
 	}
-	err := run(context.Background(), []string{"orderpaid", "scenario", "run", "two-events", "--without", "ledger-key", "--bin", binary(t)},
+	err := run(context.Background(), []string{"orderpaid", "scenario", "run", "two-events", "--without", "ledger-key", "--audit", "--bin", binary(t)},
 		getenv, &out, &progress)
 	if err != nil {
 		t.Fatalf("scenario run: %v\n%s\n%s", err, out.String(), progress.String())
 	}
-	for _, want := range []string{"two-events", "ledger-key", "damage shown", "1 of 1 scenario runs showed what they expected"} {
+	for _, want := range []string{"two-events", "ledger-key", "damage shown", "1 of 1 scenario runs showed what they expected",
+		"GET /orders/{id}/audit, two-events --without ledger-key:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	// --audit: the order's audit as the API answers it, on one line after
+	// the table; with the ledger key off, the commission twice.
+	var audit struct {
+		Executions map[string]int64 `json:"executions"`
+		Effects    map[string]int64 `json:"effects"`
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, `{"order_id":`) {
+			if err := json.Unmarshal([]byte(line), &audit); err != nil {
+				t.Fatalf("audit line %q: %v", line, err)
+			}
+		}
+	}
+	if audit.Executions["order_paid"] != 2 || audit.Effects["commission"] != 2 || audit.Effects["paid"] != 1 {
+		t.Errorf("--audit printed executions %v, effects %v; want order_paid 2, commission 2, paid 1:\n%s", audit.Executions, audit.Effects, out.String())
 	}
 }
 

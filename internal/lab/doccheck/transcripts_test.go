@@ -23,12 +23,13 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the pages' console b
 // A console block of a page shows what a command prints: its "$ " line is
 // the command, the lines after it its output. TestTranscripts runs the
 // command of every block it can run (runnable: orderpaid's own commands that
-// need no server of the reader's: `scenario list`, `scenario run ...`, and
-// -h texts) with the binary built from this tree, and fails, naming the page
-// and the line, when the block is not what the command prints now. It
-// ignores only what differs between runs: durations, ids, ports and temporary
-// paths. go test ./internal/lab/doccheck -run TestTranscripts -update
-// rewrites the blocks from the commands' output.
+// need no server of the reader's: `scenario list`, `scenario run NAME` with
+// --without, --matrix, --audit or --broker, and -h texts) with the binary
+// built from this tree, and fails, naming the page and the line, when the
+// block is not what the command prints now. It ignores only what differs
+// between runs: durations, ids, ports and temporary paths.
+// go test ./internal/lab/doccheck -run TestTranscripts -update rewrites the
+// blocks from the commands' output.
 func TestTranscripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pages' commands")
@@ -104,7 +105,7 @@ type command struct {
 // nor `scenario run all`: its kill scenarios' execution counts vary from
 // run to run (each has a section whose block is checked), and it takes
 // the longest.
-var runnableCommand = regexp.MustCompile(`^(go run \./cmd/orderpaid|orderpaid) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix)*|[a-z-]+ -h|-h)$`)
+var runnableCommand = regexp.MustCompile(`^(go run \./cmd/orderpaid|orderpaid) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix| --?audit| --?broker (postgres|amqp|nats))*|[a-z-]+ -h|-h)$`)
 
 func (b block) runnable() bool {
 	if len(b.cmds) == 0 {

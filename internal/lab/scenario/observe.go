@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,6 +38,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.Reversed += a.Effects[effect.CommissionReversed]
 		c.ExecOrderRefunded += a.Executions["order_refunded"]
 		c.ExecRefundRequested += a.Executions["refund_requested"]
+		c.RefundFailed += a.Effects[effect.RefundFailed]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {
@@ -68,10 +71,32 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 			c.Refunds++
 		}
 	}
+	if err := s.observeRefusals(ctx, &c, tracked); err != nil {
+		return Counts{}, err
+	}
 	if c.ProviderCalls, err = labqueries.New(s.pool).ScenarioProviderCalls(ctx, s.orders); err != nil {
 		return Counts{}, fmt.Errorf("count provider calls: %w", err)
 	}
 	return c, nil
+}
+
+// audits are the API's answers to GET /orders/{id}/audit for every tracked
+// order, each as one line of JSON, as the API wrote it: what a reader who
+// curls the audit sees.
+func (s *Stage) audits(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, id := range s.orders {
+		var raw json.RawMessage
+		if err := s.must(ctx, "GET", s.APIURL()+"/orders/"+id.String()+"/audit", nil, &raw); err != nil {
+			return nil, fmt.Errorf("read the audit: %w", err)
+		}
+		var line bytes.Buffer
+		if err := json.Compact(&line, raw); err != nil {
+			return nil, fmt.Errorf("read the audit of %s: %w", id, err)
+		}
+		out = append(out, line.String())
+	}
+	return out, nil
 }
 
 // WaitFor polls the counts until cond holds, for at most timeout.

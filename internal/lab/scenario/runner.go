@@ -46,6 +46,10 @@ type Config struct {
 	// Progress receives a line when each scenario starts and ends; nil
 	// discards them.
 	Progress io.Writer
+	// Audits keeps, once a scenario has settled, the answer of GET
+	// /orders/{id}/audit for each of its orders (Result.Audits), before
+	// its world is torn down.
+	Audits bool
 }
 
 func (c Config) withDefaults() Config {
@@ -77,6 +81,10 @@ type Result struct {
 	Elapsed       time.Duration
 	// LogDir holds the processes' logs when they were kept.
 	LogDir string
+	// Audits are the API's answers to GET /orders/{id}/audit, one JSON
+	// line per order in the order the scenario tracked them, read after
+	// it settled (Config.Audits).
+	Audits []string
 }
 
 // OK reports whether the scenario ran and showed what it expected.
@@ -164,6 +172,9 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 	r.Counts, r.Err = play(ctx, cfg, c, s)
 	if r.Err == nil {
 		r.Failed = r.Expect.failed(r.Counts)
+	}
+	if r.Err == nil && cfg.Audits {
+		r.Audits, r.Err = s.audits(ctx)
 	}
 	keep := cfg.Keep || !r.OK()
 	if keep {

@@ -44,6 +44,21 @@ func WriteTable(w io.Writer, results []Result) error {
 	return tw.Flush()
 }
 
+// WriteAudits prints, for each result that has them, its orders' audits
+// (Result.Audits) under a line naming the run.
+func WriteAudits(w io.Writer, results []Result) error {
+	for _, r := range results {
+		if len(r.Audits) == 0 {
+			continue
+		}
+		run := label(Case{Scenario: &Scenario{Name: r.Scenario}, Without: r.Without})
+		if _, err := fmt.Fprintf(w, "\nGET /orders/{id}/audit, %s:\n%s\n", run, strings.Join(r.Audits, "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Summary is the closing line: how many results matched their expectation.
 func Summary(results []Result) string {
 	ok := 0
