@@ -33,6 +33,16 @@ type GatewayControl struct {
 	// DuplicateWebhooks: each new charge's or refund's webhook is delivered
 	// 1+DuplicateWebhooks times, one after the other, with the same event id.
 	DuplicateWebhooks int `json:"duplicate_webhooks"`
+	// RefuseRefundsOf, an order id: every POST /refunds of that order's
+	// charge is refused for good with RefuseStatus, as a provider refuses a
+	// refund of a disputed charge or of one too old to refund: nothing is
+	// refunded, nothing is stored under the key, and asking again, under any
+	// key, is refused again for as long as the setting stays. Each refusal
+	// is recorded (Refusals, GET /refund-refusals). Empty: none.
+	RefuseRefundsOf string `json:"refuse_refunds_of,omitempty"`
+	// RefuseStatus is the HTTP status of those refusals, 400 to 499; 0
+	// means 402 Payment Required.
+	RefuseStatus int `json:"refuse_status,omitempty"`
 }
 
 func (c GatewayControl) validate() error {
@@ -41,6 +51,9 @@ func (c GatewayControl) validate() error {
 	}
 	if c.DuplicateWebhooks > maxRedeliveries {
 		return badRequest("duplicate_webhooks must be at most %d", maxRedeliveries)
+	}
+	if c.RefuseStatus != 0 && (c.RefuseStatus < 400 || c.RefuseStatus > 499) {
+		return badRequest("refuse_status must be a client error status, 400 to 499, got %d", c.RefuseStatus)
 	}
 	return validateFailure(c.FailStatus, c.RetryAfterS)
 }

@@ -40,7 +40,9 @@
 // gateway counts charges and refunds together) with 503 or another status
 // (fail_status, e.g. 429 for a rate limit) and a Retry-After header
 // (retry_after_s), to answer slowly after the effect is done (a client
-// timeout after the money moved), and to deliver each webhook several times.
+// timeout after the money moved), to deliver each webhook several times, and
+// to refuse the refunds of one order for good (refuse_refunds_of, 402 or
+// another 4xx, every time it is asked: GET /refund-refusals lists them).
 // Redeliveries of an existing charge, with the same or fresh event ids,
 // sequential or released at the same moment, are asked for with POST
 // /charges/{id}/redeliver. routes.go lists every route.

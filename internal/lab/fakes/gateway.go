@@ -58,6 +58,7 @@ type Gateway struct {
 	charged  map[string]Charge // charge id -> the charge, for refunds
 	refunds  []Refund          // in creation order
 	refunded map[string]int64  // charge id -> the cents refunded of it so far
+	refusals []RefundRefusal   // refunds refused for good (refuse_refunds_of), in the order asked
 	byKey    keyStore          // Idempotency-Key -> the answer given, charges and refunds alike
 	events   map[string]Event  // charge id -> its payment.succeeded, refund id -> its payment.refunded (first emitted)
 }

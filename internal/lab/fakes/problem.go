@@ -37,6 +37,7 @@ type problem struct {
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	var failed injectedFailure
+	var refused refundRefused
 	switch {
 	case errors.Is(err, errBadRequest), errors.Is(err, errMissingKey):
 		status = http.StatusBadRequest
@@ -47,6 +48,8 @@ func writeError(w http.ResponseWriter, err error) {
 		if failed.retryAfterS > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(failed.retryAfterS))
 		}
+	case errors.As(err, &refused):
+		status = refused.status
 	case errors.Is(err, errNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, errRefunded):

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"time"
@@ -34,6 +35,36 @@ func (r refundRequest) validate() error {
 	return nil
 }
 
+// RefundRefusal is a refund the fake gateway refused for good (control
+// refuse_refunds_of): it was asked, it answered Status, and no money moved.
+type RefundRefusal struct {
+	IdempotencyKey string    `json:"idempotency_key"`
+	ChargeID       string    `json:"charge_id"`
+	OrderID        string    `json:"order_id"` // the charge's
+	AmountCents    int64     `json:"amount_cents"`
+	Status         int       `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// refundRefused is the answer to a refund the gateway was told to refuse
+// for good; writeError answers it with its status.
+type refundRefused struct {
+	status  int // 400 to 499
+	orderID string
+}
+
+func (e refundRefused) Error() string {
+	return fmt.Sprintf("the charge of order %s cannot be refunded (control refuse_refunds_of)", e.orderID)
+}
+
+// Refusals returns a snapshot of the refunds refused for good, in the order
+// they were asked.
+func (g *Gateway) Refusals() []RefundRefusal {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append(make([]RefundRefusal, 0, len(g.refusals)), g.refusals...)
+}
+
 // Refunds returns a snapshot of the refunds actually made, in creation order.
 func (g *Gateway) Refunds() []Refund {
 	g.mu.Lock()
@@ -52,9 +83,11 @@ func (g *Gateway) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 // which case it returns the stored answer (replayed) or errKeyReused. A key
 // is new money asked back, so it refunds only what is left of the charge:
 // the same money asked again under another key is refused with errRefunded
-// (409), as a second refund of it must not happen. The look-up, the checks,
-// the refund and the stored answer happen under one lock: of any number of
-// racing requests for the same money, exactly one refunds it.
+// (409), as a second refund of it must not happen. A charge of the order
+// the gateway is told to refuse (refuse_refunds_of) is refused for good,
+// and the refusal recorded. The look-up, the checks, the refund and the
+// stored answer happen under one lock: of any number of racing requests
+// for the same money, exactly one refunds it.
 func (g *Gateway) refund(key string, req refundRequest) (resp storedResponse, replayed bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -62,6 +95,14 @@ func (g *Gateway) refund(key string, req refundRequest) (resp storedResponse, re
 		c, ok := g.charged[req.ChargeID]
 		if !ok {
 			return nil, fmt.Errorf("refund: no charge %q: %w", req.ChargeID, errNotFound)
+		}
+		if c.OrderID == g.control.RefuseRefundsOf {
+			status := cmp.Or(g.control.RefuseStatus, http.StatusPaymentRequired)
+			g.refusals = append(g.refusals, RefundRefusal{
+				IdempotencyKey: key, ChargeID: c.ID, OrderID: c.OrderID, AmountCents: req.AmountCents,
+				Status: status, CreatedAt: time.Now().UTC(),
+			})
+			return nil, refundRefused{status: status, orderID: c.OrderID}
 		}
 		if req.AmountCents > c.AmountCents {
 			return nil, badRequest("amount_cents %d is more than the %d cents of charge %s", req.AmountCents, c.AmountCents, c.ID)
@@ -85,6 +126,11 @@ func (g *Gateway) refund(key string, req refundRequest) (resp storedResponse, re
 		g.emit(ev)
 		return rf, nil
 	})
+}
+
+// handleListRefusals serves GET /refund-refusals.
+func (g *Gateway) handleListRefusals(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, g.Refusals())
 }
 
 // handleListRefunds serves GET /refunds.

@@ -14,10 +14,12 @@ import "net/http"
 //	POST /refunds                  {"charge_id":"ch_...","amount_cents":N} refund once per Idempotency-Key (201; replay as above;
 //	                               404 unknown charge; 409 that money is already refunded under another key)
 //	GET  /refunds                  the refunds actually made
+//	GET  /refund-refusals          the refunds refused for good (refuse_refunds_of): asked, and nothing refunded
 //	POST /refunds/{id}/redeliver   the refund's payment.refunded again, as for a charge
 //	GET  /webhook-deliveries       every webhook delivery attempt
 //	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
-//	                               (of POST /charges and POST /refunds alike)
+//	                               (of POST /charges and POST /refunds alike); and {"refuse_refunds_of":"<order id>","refuse_status":S}:
+//	                               every refund of that order's charge is refused for good with S (400 to 499, default 402)
 //	GET  /control/gateway          the current settings
 //	POST /control/gateway/forget-keys  forget every Idempotency-Key, as a gateway does when its keys expire
 //	                               (charges and refunds stay made) -> 200 {"forgotten":N}
@@ -43,6 +45,7 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("POST /refunds/{id}/redeliver", g.handleRedeliver)
 	mux.HandleFunc("POST /refunds", g.handleCreateRefund)
 	mux.HandleFunc("GET /refunds", g.handleListRefunds)
+	mux.HandleFunc("GET /refund-refusals", g.handleListRefusals)
 	mux.HandleFunc("GET /webhook-deliveries", g.handleListDeliveries)
 	mux.HandleFunc("POST /control/gateway", g.handleSetGatewayControl)
 	mux.HandleFunc("GET /control/gateway", g.handleGetGatewayControl)
