@@ -61,7 +61,8 @@ func (c *Consumers) batchMarkPaid(b *batch) error {
 // and the transitions of the orders it moved). Of each order it moved the
 // first message is applied, a later message already_applied, as its
 // delivery after the first would be; the messages of the other orders find
-// them paid before (already_applied) or refunded (not_applicable: terminal).
+// them paid (or refund_failed) before (already_applied) or refunded
+// (not_applicable: terminal).
 func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 	var ids []uuid.UUID
 	var leaders []string
@@ -81,7 +82,7 @@ func (c *Consumers) batchStateCheck(b *batch, q *queries.Queries) error {
 			continue
 		}
 		o.moved = moved[o.id]
-		if !o.moved && o.row.Status != order.StatusPaid && o.row.Status != order.StatusRefunded {
+		if !o.moved && o.row.Status == order.StatusPending {
 			return fmt.Errorf("order %s is %s under its lock, yet the state check did not move it", o.id, o.row.Status)
 		}
 		for i, it := range o.items {

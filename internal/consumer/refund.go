@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
@@ -49,7 +50,10 @@ func (c *Consumers) HandleOrderRefunded(msg *message.Message) error {
 // between them (FaultAfterGatewayRefund) calls again under the same key and
 // the gateway answers from its store. A 2xx or a 409 (refunded already,
 // under another key) is done; no answer, 408, 425, 429 or a 5xx is retried;
-// any other 4xx poisons the message (docs/techniques/compensation.md).
+// any other answer is a refusal for good: the order moves to refund_failed
+// and the message goes to the poison queue with the gateway's words
+// (refundRefused). A redelivery for a refund_failed order does not ask the
+// gateway again (refusedBefore). docs/techniques/compensation.md.
 func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
 	ctx, run := msg.Context(), c.newExecution(HandlerRefundRequested, msg.UUID)
 	p, err := messages.DecodeRefundRequested(msg.Payload)
@@ -65,19 +69,21 @@ func (c *Consumers) HandleRefundRequested(msg *message.Message) error {
 		}
 		return c.record(ctx, run, err)
 	}
-	if o.Status == order.StatusPending {
+	switch o.Status {
+	case order.StatusPending:
 		return c.record(ctx, run, permanent(fmt.Errorf("refund_requested for order %s, which is not paid", o.ID)))
-	}
-	if o.Status != order.StatusRefunded { // refunded: the money is back already, by another path
-		if err := c.refundAtGateway(ctx, run, o); err != nil {
+	case order.StatusRefundFailed:
+		return c.record(ctx, run, c.refusedBefore(ctx, run, o.ID, msg.UUID))
+	case order.StatusPaid:
+		if err := c.refundAtGateway(ctx, run, o, msg.UUID); err != nil {
 			return c.record(ctx, run, err)
 		}
-	}
+	} // refunded: the money is back already, by another path
 	return c.record(ctx, run, c.applyRefund(ctx, run, o.ID, msg.UUID))
 }
 
 // refundAtGateway is the guarded step "gateway_refund" of run.
-func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o queries.Order) error {
+func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o queries.Order, messageID string) error {
 	if c.gateway == nil {
 		return errors.New("no payment gateway configured for refunds (FAKES_URL)")
 	}
@@ -103,30 +109,96 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o q
 	if answer.Status/100 == 2 {
 		_ = json.Unmarshal(answer.Body, &body)
 	}
-	if err := c.q.GatewayRefundCallInsert(ctx, queries.GatewayRefundCallInsertParams{
+	call := queries.GatewayRefundCallInsertParams{
 		OrderID: o.ID, GatewayKey: key, Status: int32(answer.Status),
 		RefundID: pgtype.Text{String: body.ID, Valid: body.ID != ""}, Replayed: answer.Replayed,
-	}); err != nil {
+	}
+	done := answer.Status/100 == 2 || answer.Status == http.StatusConflict
+	if !done && !notNow(answer.Status) {
+		call.Detail = pgtype.Text{String: refusalDetail(answer.Body), Valid: true}
+		return c.refundRefused(ctx, run, refunded, call, messageID)
+	}
+	if err := c.q.GatewayRefundCallInsert(ctx, call); err != nil {
 		return fmt.Errorf("record the gateway's refund answer for order %s: %w", o.ID, err)
 	}
-	switch s := answer.Status; {
-	case s/100 == 2 && !answer.Replayed:
+	switch {
+	case !done:
+		return fmt.Errorf("refund order %s: the gateway answered %d, not now", o.ID, answer.Status)
+	case answer.Status/100 == 2 && !answer.Replayed:
 		refunded.End(effect.Applied)
-	case s/100 == 2, s == http.StatusConflict:
-		refunded.End(effect.AlreadyApplied)
-	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooEarly, s == http.StatusTooManyRequests:
-		return fmt.Errorf("refund order %s: the gateway answered %d, not now", o.ID, s)
 	default:
-		return permanent(fmt.Errorf("refund order %s: the gateway refused with %d: %s", o.ID, s, truncate(answer.Body, 200)))
+		refunded.End(effect.AlreadyApplied)
 	}
 	return nil
+}
+
+// notNow reports whether a gateway's answer says "not now" rather than
+// "no": a 5xx, 408, 425 or 429 is retried under the same key.
+func notNow(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests
+}
+
+// refundRefused handles a refund the gateway refused for good (step, the
+// gateway_refund step, fails with the refusal): in one transaction it
+// records the gateway's answer (call, with its body) and moves the order
+// paid -> refund_failed (order.MarkRefundFailed, a state check: once), then
+// returns the refusal as a permanent error, so the router parks the message
+// in the poison queue with the gateway's status and body as its reason. An
+// order refunded meanwhile by another path (the provider's payment.refunded)
+// has its money back: the refusal no longer matters, and nil lets the
+// handler apply the refund as done. A failed transaction is retried: the
+// gateway is asked again under the same key, and refuses again.
+func (c *Consumers) refundRefused(ctx context.Context, run *telemetry.Run, step *telemetry.Step, call queries.GatewayRefundCallInsertParams, messageID string) error {
+	refusal := fmt.Errorf("refund order %s: the gateway refused it for good with %d: %s; "+
+		"refund it in the provider's dashboard, then run orderpaid reconcile", call.OrderID, call.Status, call.Detail.String)
+	step.Fail(refusal)
+	var outcome effect.Outcome
+	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
+		q := queries.New(tx)
+		if err := q.GatewayRefundCallInsert(ctx, call); err != nil {
+			return fmt.Errorf("record the gateway's refund answer: %w", err)
+		}
+		var err error
+		outcome, err = run.Step(ctx, effect.RefundFailed, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
+			return order.MarkRefundFailed(ctx, q, call.OrderID, messageID)
+		})
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("record the refused refund of order %s: %w", call.OrderID, err)
+	case outcome == effect.NotApplicable:
+		return nil // refunded meanwhile: applyRefund answers already_applied
+	}
+	return permanent(refusal)
+}
+
+// refusedBefore answers a refund_requested for an order whose refund the
+// gateway refused for good before (a broker's redelivery, an operator's
+// replay of the poison queue): the gateway is not asked again, since its
+// answer would not change. The state check of MarkRefundFailed answers
+// already_applied; the message goes back to the poison queue, named with
+// the refusal the service recorded, for a person to act on.
+func (c *Consumers) refusedBefore(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) error {
+	if _, err := run.Step(ctx, effect.RefundFailed, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
+		return order.MarkRefundFailed(ctx, c.q, orderID, messageID)
+	}); err != nil {
+		return err
+	}
+	last, err := c.q.GatewayRefundCallLast(ctx, orderID)
+	if err != nil {
+		return fmt.Errorf("read the refused refund of order %s: %w", orderID, err)
+	}
+	return permanent(fmt.Errorf("refund_requested for order %s, whose refund the gateway refused for good with %d: %s; "+
+		"not asked again: refund it in the provider's dashboard, then run orderpaid reconcile", orderID, last.Status, last.Detail.String))
 }
 
 // applyRefund applies an order's refund, in one transaction, each effect
 // under its own guard:
 //
 //   - the order moves to refunded (the state check of order.MarkRefunded:
-//     pending or paid -> refunded, once; refunded is terminal);
+//     pending, paid or refund_failed -> refunded, once; refunded is
+//     terminal);
 //   - its reservation goes back to stock (stock.Release: the reservation
 //     rows' released_at, once);
 //   - its commission is reversed (ledger.ReverseCommission: a reversal row
@@ -182,6 +254,13 @@ func (c *Consumers) compensate(ctx context.Context, run *telemetry.Run, tx pgx.T
 		return fmt.Errorf("compensate order %s (%w): %w", orderID, short, err)
 	}
 	return nil
+}
+
+// refusalDetail is what the service keeps of a refusal's body: its first
+// 200 bytes, as valid text (a body cut in the middle of a character, or
+// with NUL bytes, is still stored).
+func refusalDetail(body []byte) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(truncate(body, 200), ""), "\x00", "")
 }
 
 func truncate(b []byte, n int) string {

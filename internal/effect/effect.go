@@ -89,6 +89,11 @@ const (
 	// RefundNotified: the provider sent the customer the notice of the
 	// refund (the inbox and the provider key, as for the confirmation).
 	RefundNotified = "refund_notified"
+	// RefundFailed: the provider refused the order's refund for good and
+	// the order moved to refund_failed (a state check, internal/order,
+	// MarkRefundFailed): its money is still with the merchant, for a person
+	// to refund in the provider's dashboard.
+	RefundFailed = "refund_failed"
 )
 
 // The protected steps the audit does not count under their own name.

@@ -62,6 +62,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.CommissionReversed:    a.CommissionReversed,
 			effect.Refunded:              a.Refunded,
 			effect.RefundNotified:        a.RefundNotified,
+			effect.RefundFailed:          a.RefundFailed,
 		},
 		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
 	})

@@ -33,6 +33,9 @@ func TestAuditEffectsAreTheColumnsOfTheAuditQuery(t *testing.T) {
 		// Beyond the contract's list: the customer's notice of a refund,
 		// counted apart from the confirmation so that each stays 0 or 1.
 		{effect.RefundNotified, "refund_notified"},
+		// And a refund the provider refused for good: the order moved to
+		// refund_failed, its money still with the merchant.
+		{effect.RefundFailed, "refund_failed"},
 	}
 	var constants []string
 	for _, n := range names {

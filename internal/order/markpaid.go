@@ -25,8 +25,9 @@ import (
 // let both racers see 'pending' and both "transition".
 //
 // It returns Applied when this call moved the order, AlreadyApplied when the
-// order was already paid, NotApplicable when it was refunded (MarkRefunded:
-// terminal), and ErrNotFound when there is no such order.
+// order was already paid (refund_failed too: it was paid, and its money is
+// still with the merchant), NotApplicable when it was refunded
+// (MarkRefunded: terminal), and ErrNotFound when there is no such order.
 func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
 	o, err := q.OrderMarkPaid(ctx, orderID)
 	if err == nil {
@@ -40,8 +41,8 @@ func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messag
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	// Nothing matched: the order is paid or refunded already, or there is
-	// no such order. A statement of its own: it sees what the one that
+	// Nothing matched: the order is paid, refund_failed or refunded
+	// already, or there is no such order. A statement of its own: it sees what the one that
 	// moved it committed.
 	o, err = q.OrderGet(ctx, orderID)
 	switch {

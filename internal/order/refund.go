@@ -22,11 +22,15 @@ const StatusRefunded = "refunded"
 // Effect protected: "the order was refunded", and everything that hangs off
 // it (its reservation released, its commission reversed, the customer told).
 // Technique: a state check, as MarkPaid: the UPDATE matches only an order
-// that is pending or paid, so of any number of concurrent or repeated refunds
-// exactly one moves it. From pending too: the provider does not promise
-// order, and a refund can arrive before the payment it reverses. refunded is
-// terminal: MarkPaid then answers NotApplicable, so a late payment.succeeded
-// brings nothing back to life.
+// that is pending, paid or refund_failed, so of any number of concurrent or
+// repeated refunds exactly one moves it. From pending too: the provider does
+// not promise order, and a refund can arrive before the payment it reverses.
+// From refund_failed: the provider refused our refund (MarkRefundFailed),
+// and a person then refunded the order in its dashboard; the provider's
+// payment.refunded, or orderpaid reconcile, records it here, and the
+// compensation hanging off it runs then. refunded is terminal: MarkPaid then
+// answers NotApplicable, so a late payment.succeeded brings nothing back to
+// life.
 //
 // It returns Applied and the status the order was in when this call moved
 // it, AlreadyApplied when it was refunded before, and ErrNotFound.

@@ -61,6 +61,11 @@ SELECT
         AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
     (SELECT count(*) FROM order_transitions t
       WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'refunded')      AS refunded,
+    -- The provider refused the order's refund for good (paid ->
+    -- refund_failed, migration 00015): its money is still with the merchant
+    -- until a person refunds it in the provider's dashboard.
+    (SELECT count(*) FROM order_transitions t
+      WHERE t.order_id = sqlc.arg(order_id)::uuid AND t.to_status = 'refund_failed') AS refund_failed,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.

@@ -100,14 +100,17 @@ SELECT count(*) FROM orders
 WHERE status = 'paid' AND paid_at >= sqlc.arg(paid_from)::timestamptz AND paid_at < sqlc.arg(paid_to)::timestamptz;
 
 -- name: OrderMarkRefunded :one
--- The state check of a refund: pending or paid -> refunded, once. A second
--- refund (a redelivery, a retry) waits for the first, then finds the order
--- refunded and matches no row. from_status is what the order was.
+-- The state check of a refund: pending, paid or refund_failed -> refunded,
+-- once. A second refund (a redelivery, a retry) waits for the first, then
+-- finds the order refunded and matches no row. From refund_failed: the
+-- provider refused our refund, and a person then refunded the order in its
+-- dashboard (its payment.refunded, or orderpaid reconcile, says so).
+-- from_status is what the order was.
 WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = sqlc.arg(order_id)::uuid FOR UPDATE)
 UPDATE orders o
 SET status = 'refunded', refunded_at = now()
 FROM prev
-WHERE o.id = prev.id AND prev.status IN ('pending', 'paid')
+WHERE o.id = prev.id AND prev.status IN ('pending', 'paid', 'refund_failed')
 RETURNING prev.status AS from_status;
 
 -- name: OrderMarkRefundedUnconditional :one
@@ -119,3 +122,14 @@ SET status = 'refunded', refunded_at = now()
 FROM prev
 WHERE o.id = prev.id
 RETURNING prev.status AS from_status;
+
+-- name: OrderMarkRefundFailed :one
+-- The state check of a refund the provider refused for good: paid ->
+-- refund_failed, once. A second refusal (two deliveries that raced to the
+-- gateway) waits for the first, re-reads the row, finds it refund_failed
+-- and matches nothing. Only from paid: an order refunded meanwhile by
+-- another path has its money back, and a pending one was never charged.
+UPDATE orders
+SET status = 'refund_failed'
+WHERE id = $1 AND status = 'paid'
+RETURNING *;

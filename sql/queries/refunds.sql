@@ -71,9 +71,18 @@ ORDER BY rank, id
 LIMIT 1;
 
 -- name: GatewayRefundCallInsert :exec
--- Records one answer of the gateway to a refund call.
-INSERT INTO gateway_refund_calls (order_id, gateway_key, status, refund_id, replayed)
-VALUES ($1, $2, $3, $4, $5);
+-- Records one answer of the gateway to a refund call; detail is the body of
+-- a refusal for good (migration 00015), NULL otherwise.
+INSERT INTO gateway_refund_calls (order_id, gateway_key, status, refund_id, replayed, detail)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: GatewayRefundCallLast :one
+-- The gateway's last answer to a refund of the order: for a refund_failed
+-- order, the refusal that ended it there.
+SELECT status, detail FROM gateway_refund_calls
+WHERE order_id = $1
+ORDER BY id DESC
+LIMIT 1;
 
 -- name: OrderGetForUpdate :one
 -- The order, locked until the transaction ends: a refund request is decided

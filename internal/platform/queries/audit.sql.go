@@ -69,6 +69,11 @@ SELECT
         AND l.entry_type = 'affiliate_commission_reversal')                           AS commission_reversed,
     (SELECT count(*) FROM order_transitions t
       WHERE t.order_id = $1::uuid AND t.to_status = 'refunded')      AS refunded,
+    -- The provider refused the order's refund for good (paid ->
+    -- refund_failed, migration 00015): its money is still with the merchant
+    -- until a person refunds it in the provider's dashboard.
+    (SELECT count(*) FROM order_transitions t
+      WHERE t.order_id = $1::uuid AND t.to_status = 'refund_failed') AS refund_failed,
     -- The counts above whose evidence retention has removed rows of, for
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
@@ -93,6 +98,7 @@ type AuditOrderRow struct {
 	StockReleased             int64    `json:"stock_released"`
 	CommissionReversed        int64    `json:"commission_reversed"`
 	Refunded                  int64    `json:"refunded"`
+	RefundFailed              int64    `json:"refund_failed"`
 	Cleaned                   []string `json:"cleaned"`
 }
 
@@ -121,6 +127,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.StockReleased,
 		&i.CommissionReversed,
 		&i.Refunded,
+		&i.RefundFailed,
 		&i.Cleaned,
 	)
 	return i, err

@@ -300,18 +300,50 @@ func (q *Queries) OrderMarkPaidUnconditional(ctx context.Context, id uuid.UUID) 
 	return i, err
 }
 
+const orderMarkRefundFailed = `-- name: OrderMarkRefundFailed :one
+UPDATE orders
+SET status = 'refund_failed'
+WHERE id = $1 AND status = 'paid'
+RETURNING id, customer_id, affiliate_id, amount_cents, currency, status, created_at, paid_at, refunded_at
+`
+
+// The state check of a refund the provider refused for good: paid ->
+// refund_failed, once. A second refusal (two deliveries that raced to the
+// gateway) waits for the first, re-reads the row, finds it refund_failed
+// and matches nothing. Only from paid: an order refunded meanwhile by
+// another path has its money back, and a pending one was never charged.
+func (q *Queries) OrderMarkRefundFailed(ctx context.Context, id uuid.UUID) (Order, error) {
+	row := q.db.QueryRow(ctx, orderMarkRefundFailed, id)
+	var i Order
+	err := row.Scan(
+		&i.ID,
+		&i.CustomerID,
+		&i.AffiliateID,
+		&i.AmountCents,
+		&i.Currency,
+		&i.Status,
+		&i.CreatedAt,
+		&i.PaidAt,
+		&i.RefundedAt,
+	)
+	return i, err
+}
+
 const orderMarkRefunded = `-- name: OrderMarkRefunded :one
 WITH prev AS (SELECT p.id, p.status FROM orders p WHERE p.id = $1::uuid FOR UPDATE)
 UPDATE orders o
 SET status = 'refunded', refunded_at = now()
 FROM prev
-WHERE o.id = prev.id AND prev.status IN ('pending', 'paid')
+WHERE o.id = prev.id AND prev.status IN ('pending', 'paid', 'refund_failed')
 RETURNING prev.status AS from_status
 `
 
-// The state check of a refund: pending or paid -> refunded, once. A second
-// refund (a redelivery, a retry) waits for the first, then finds the order
-// refunded and matches no row. from_status is what the order was.
+// The state check of a refund: pending, paid or refund_failed -> refunded,
+// once. A second refund (a redelivery, a retry) waits for the first, then
+// finds the order refunded and matches no row. From refund_failed: the
+// provider refused our refund, and a person then refunded the order in its
+// dashboard (its payment.refunded, or orderpaid reconcile, says so).
+// from_status is what the order was.
 func (q *Queries) OrderMarkRefunded(ctx context.Context, orderID uuid.UUID) (string, error) {
 	row := q.db.QueryRow(ctx, orderMarkRefunded, orderID)
 	var from_status string

@@ -13,8 +13,8 @@ import (
 )
 
 const gatewayRefundCallInsert = `-- name: GatewayRefundCallInsert :exec
-INSERT INTO gateway_refund_calls (order_id, gateway_key, status, refund_id, replayed)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO gateway_refund_calls (order_id, gateway_key, status, refund_id, replayed, detail)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type GatewayRefundCallInsertParams struct {
@@ -23,9 +23,11 @@ type GatewayRefundCallInsertParams struct {
 	Status     int32       `json:"status"`
 	RefundID   pgtype.Text `json:"refund_id"`
 	Replayed   bool        `json:"replayed"`
+	Detail     pgtype.Text `json:"detail"`
 }
 
-// Records one answer of the gateway to a refund call.
+// Records one answer of the gateway to a refund call; detail is the body of
+// a refusal for good (migration 00015), NULL otherwise.
 func (q *Queries) GatewayRefundCallInsert(ctx context.Context, arg GatewayRefundCallInsertParams) error {
 	_, err := q.db.Exec(ctx, gatewayRefundCallInsert,
 		arg.OrderID,
@@ -33,8 +35,30 @@ func (q *Queries) GatewayRefundCallInsert(ctx context.Context, arg GatewayRefund
 		arg.Status,
 		arg.RefundID,
 		arg.Replayed,
+		arg.Detail,
 	)
 	return err
+}
+
+const gatewayRefundCallLast = `-- name: GatewayRefundCallLast :one
+SELECT status, detail FROM gateway_refund_calls
+WHERE order_id = $1
+ORDER BY id DESC
+LIMIT 1
+`
+
+type GatewayRefundCallLastRow struct {
+	Status int32       `json:"status"`
+	Detail pgtype.Text `json:"detail"`
+}
+
+// The gateway's last answer to a refund of the order: for a refund_failed
+// order, the refusal that ended it there.
+func (q *Queries) GatewayRefundCallLast(ctx context.Context, orderID uuid.UUID) (GatewayRefundCallLastRow, error) {
+	row := q.db.QueryRow(ctx, gatewayRefundCallLast, orderID)
+	var i GatewayRefundCallLastRow
+	err := row.Scan(&i.Status, &i.Detail)
+	return i, err
 }
 
 const orderChargeID = `-- name: OrderChargeID :one
