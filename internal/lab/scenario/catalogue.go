@@ -23,6 +23,7 @@ func Catalogue() []*Scenario {
 		refundRedelivered(),
 		refundBeforePayment(),
 		paymentAfterRefund(),
+		refundRefused(),
 		transientRetry(),
 		commitNoAck(),
 		commitAckLost(),

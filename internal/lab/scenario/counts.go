@@ -46,6 +46,13 @@ type Counts struct {
 	// execution log (a run killed in the middle writes none).
 	ExecOrderRefunded   int64 `json:"exec_order_refunded"`
 	ExecRefundRequested int64 `json:"exec_refund_requested"`
+	// RefundFailed is the audit's refund_failed: orders moved to
+	// refund_failed, their refund refused for good; Refusals the refunds the
+	// fake gateway refused for good (GET /refund-refusals), each a call that
+	// reached it; Poisoned the poison queue's pending messages of the orders.
+	RefundFailed int64 `json:"refund_failed"`
+	Refusals     int64 `json:"refund_refusals"`
+	Poisoned     int64 `json:"poisoned"`
 }
 
 // Metric names one number of Counts in a Check.
@@ -69,6 +76,11 @@ const (
 	RefundNotices      Metric = "refund_notices"
 	Refunds            Metric = "refunds"
 	ExecOrderRefunded  Metric = "executions.order_refunded"
+	// ExecRefundRequested counts runs of refund_requested.
+	ExecRefundRequested Metric = "executions.refund_requested"
+	RefundFailed        Metric = effect.RefundFailed
+	Refusals            Metric = "refund_refusals"
+	Poisoned            Metric = "poisoned"
 )
 
 // Of returns the value of m in c.
@@ -106,6 +118,14 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Refunds
 	case ExecOrderRefunded:
 		return c.ExecOrderRefunded
+	case ExecRefundRequested:
+		return c.ExecRefundRequested
+	case RefundFailed:
+		return c.RefundFailed
+	case Refusals:
+		return c.Refusals
+	case Poisoned:
+		return c.Poisoned
 	}
 	panic("scenario: unknown metric " + string(m))
 }

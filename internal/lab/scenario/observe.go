@@ -38,6 +38,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.Reversed += a.Effects[effect.CommissionReversed]
 		c.ExecOrderRefunded += a.Executions["order_refunded"]
 		c.ExecRefundRequested += a.Executions["refund_requested"]
+		c.RefundFailed += a.Effects[effect.RefundFailed]
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {
@@ -69,6 +70,9 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		if tracked[r.OrderID] {
 			c.Refunds++
 		}
+	}
+	if err := s.observeRefusals(ctx, &c, tracked); err != nil {
+		return Counts{}, err
 	}
 	if c.ProviderCalls, err = labqueries.New(s.pool).ScenarioProviderCalls(ctx, s.orders); err != nil {
 		return Counts{}, fmt.Errorf("count provider calls: %w", err)

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
@@ -118,6 +120,159 @@ func paymentAfterRefund() *Scenario {
 			return s.logStatus(ctx, id)
 		},
 	}
+}
+
+// refusedOnce expects one paid, fulfilled and confirmed order whose refund
+// the gateway refused for good: nothing given back, nothing compensated
+// (its stock stays reserved, its commission credited), the refusal
+// recorded: the order refund_failed once, its refund_requested in the
+// poison queue.
+func refusedOnce(extra ...Check) []Check {
+	return with(once(1,
+		eq(StockReserved, 1), eq(Refunds, 0), eq(Refunded, 0), eq(StockReleased, 0), eq(Reversed, 0), eq(RefundNotices, 0),
+		eq(ExecOrderPaid, 2), eq(ExecRefundRequested, 2), eq(RefundFailed, 1), eq(Refusals, 1), eq(Poisoned, 1)), extra...)
+}
+
+func refundRefused() *Scenario {
+	return &Scenario{
+		Name: "refund-refused",
+		Summary: "a paid order (2 units, an affiliate) is refunded at the customer's request and the gateway refuses " +
+			"for good (402); the provider then redelivers its payment.succeeded, and an operator replays the poison queue",
+		Repeated: "payment.succeeded, refund_requested replayed",
+		Protected: Expect{
+			Checks: refusedOnce(),
+			Note: "the refusal recorded once: the order ends refund_failed, its refund_requested in the poison queue with " +
+				"the gateway's 402, the gateway asked once for two deliveries, nothing given back or reversed",
+		},
+		Without: map[string]Expect{
+			effect.GuardStateCheck: {
+				Damage: "the late payment moved the refund_failed order back to paid, hiding the refusal, and the replay asked " +
+					"the gateway again (refused again)",
+				Checks: refusedOnce(eq(Paid, 2), eq(RefundFailed, 2), eq(Refusals, 2)),
+			},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 2 && c.ExecRefundRequested >= 2 && c.Poisoned >= 1 },
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			if err := s.SetStock(ctx, "sku-1", 10); err != nil {
+				return err
+			}
+			id, charge, err := s.PaidOrder(ctx, map[string]any{"sku": "sku-1", "quantity": 2})
+			if err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the order confirmed", 30*time.Second, func(c Counts) bool { return c.Delivered >= 1 }); err != nil {
+				return err
+			}
+			if err := s.RefuseRefunds(ctx, id); err != nil {
+				return err
+			}
+			if err := s.CustomerRefund(ctx, id, "refund-"+id.String()); err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the refusal recorded and poisoned", 30*time.Second, func(c Counts) bool {
+				return c.RefundFailed >= 1 && c.Poisoned >= 1
+			}); err != nil {
+				return err
+			}
+			if err := s.wantPoisonReason(ctx, id); err != nil {
+				return err
+			}
+			if err := s.Redeliver(ctx, charge, 1, false, true); err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the late payment handled", 30*time.Second, func(c Counts) bool { return c.ExecOrderPaid >= 2 }); err != nil {
+				return err
+			}
+			if _, err := s.Command(ctx, "reprocess", "--poison"); err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the replayed refund_requested poisoned again", 30*time.Second, func(c Counts) bool {
+				return c.ExecRefundRequested >= 2 && c.Poisoned >= 1
+			}); err != nil {
+				return err
+			}
+			if err := s.wantPoisonReason(ctx, id); err != nil {
+				return err
+			}
+			return s.logStatus(ctx, id)
+		},
+	}
+}
+
+// RefuseRefunds tells the fake gateway to refuse every refund of the order
+// for good, with its default 402 (refuse_refunds_of).
+func (s *Stage) RefuseRefunds(ctx context.Context, id uuid.UUID) error {
+	s.Logf("gateway control: refuse the refunds of order %s", id)
+	return s.must(ctx, "POST", s.FakesURL()+"/control/gateway", map[string]any{"refuse_refunds_of": id.String()}, nil)
+}
+
+// refusal is a refund the fake gateway refused for good (GET
+// /refund-refusals).
+type refusal struct {
+	OrderID string `json:"order_id"`
+}
+
+// poisoned returns the reasons of the poison queue's pending messages that
+// name a tracked order (their order_id metadata), by order.
+func (s *Stage) poisoned(ctx context.Context, tracked map[string]bool) (map[string][]string, error) {
+	pending, err := s.q.PoisonListPending(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the poison queue: %w", err)
+	}
+	out := map[string][]string{}
+	for _, p := range pending {
+		var meta map[string]string
+		if err := json.Unmarshal(p.Metadata, &meta); err != nil {
+			return nil, fmt.Errorf("decode the metadata of poison message %d: %w", p.ID, err)
+		}
+		if id := meta[messages.MetadataOrderID]; tracked[id] {
+			out[id] = append(out[id], p.Reason)
+		}
+	}
+	return out, nil
+}
+
+// observeRefusals adds to c the refunds the fake gateway refused for good
+// (Refusals) and the poison queue's pending messages (Poisoned) of the
+// tracked orders.
+func (s *Stage) observeRefusals(ctx context.Context, c *Counts, tracked map[string]bool) error {
+	var refused []refusal
+	if err := s.must(ctx, "GET", s.FakesURL()+"/refund-refusals", nil, &refused); err != nil {
+		return err
+	}
+	for _, r := range refused {
+		if tracked[r.OrderID] {
+			c.Refusals++
+		}
+	}
+	poisoned, err := s.poisoned(ctx, tracked)
+	if err != nil {
+		return err
+	}
+	for _, reasons := range poisoned {
+		c.Poisoned += int64(len(reasons))
+	}
+	return nil
+}
+
+// wantPoisonReason fails unless the poison queue holds a pending message of
+// the order whose reason names the gateway's refusal: its 402 and its words.
+func (s *Stage) wantPoisonReason(ctx context.Context, id uuid.UUID) error {
+	poisoned, err := s.poisoned(ctx, map[string]bool{id.String(): true})
+	if err != nil {
+		return err
+	}
+	for _, reason := range poisoned[id.String()] {
+		s.Logf("poisoned: %s", reason)
+		if strings.Contains(reason, "402") && strings.Contains(reason, "cannot be refunded") {
+			return nil
+		}
+	}
+	return fmt.Errorf("no pending poison message of order %s names the gateway's refusal (402, \"cannot be refunded\"): %q",
+		id, poisoned[id.String()])
 }
 
 func refundBeforePayment() *Scenario {

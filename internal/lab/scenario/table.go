@@ -12,19 +12,28 @@ import (
 // orders (the ORDERS column). When any result touched stock or refunds, the
 // columns of those effects come before the verdict: STOCK reserved/released,
 // REFUNDS made at the gateway, REFUNDED (transitions), REVERSED
-// (commission reversals), REFUND E-MAILS.
+// (commission reversals), REFUND E-MAILS; and when any result had a refund
+// refused for good, after them: REFUSED (refunds the gateway refused),
+// REFUND FAILED (orders moved to refund_failed), POISONED (messages of the
+// orders waiting in the poison queue).
 func WriteTable(w io.Writer, results []Result) error {
-	wide := false
+	wide, refused := false, false
 	for _, r := range results {
 		c := r.Counts
 		if c.StockReserved+c.StockReleased+c.Refunds+c.Refunded+c.Reversed+c.RefundNotices > 0 {
 			wide = true
+		}
+		if c.Refusals+c.RefundFailed > 0 {
+			refused = true
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := "SCENARIO\tGUARD OFF\tWHAT REPEATED\tORDERS\tEXEC paid/conf\tCHARGES\tPAID\tCOMMISSION\tCONF QUEUED\tCONF DONE\tE-MAILS\tPROVIDER CALLS"
 	if wide {
 		header += "\tSTOCK res/rel\tREFUNDS\tREFUNDED\tREVERSED\tREFUND E-MAILS"
+	}
+	if refused {
+		header += "\tREFUSED\tREFUND FAILED\tPOISONED"
 	}
 	fmt.Fprintln(tw, header+"\tVERDICT")
 	for _, r := range results {
@@ -38,6 +47,9 @@ func WriteTable(w io.Writer, results []Result) error {
 			c.Charges, c.Paid, c.Commission, c.Enqueued, c.Delivered, c.Notified, c.ProviderCalls)
 		if wide {
 			fmt.Fprintf(tw, "%d/%d\t%d\t%d\t%d\t%d\t", c.StockReserved, c.StockReleased, c.Refunds, c.Refunded, c.Reversed, c.RefundNotices)
+		}
+		if refused {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t", c.Refusals, c.RefundFailed, c.Poisoned)
 		}
 		fmt.Fprintf(tw, "%s\n", r.Verdict())
 	}
