@@ -100,12 +100,12 @@ type command struct {
 	output []string
 }
 
-// runnable: every command of the block is one the test can run. A block
-// that also needs a server, curl or a shell's pipes is not checked here,
-// nor `scenario run all`: its kill scenarios' execution counts vary from
-// run to run (each has a section whose block is checked), and it takes
-// the longest.
-var runnableCommand = regexp.MustCompile(`^(go run \./cmd/orderpaid|orderpaid) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix| --?audit| --?broker (postgres|amqp|nats))*|[a-z-]+ -h|-h)$`)
+// runnable: every command of the block is one the test can run, after the
+// batch mode's variables (CONSUMER_BATCH_SIZE, CONSUMER_POSITION) if it sets
+// them. A block that also needs a server, curl or a shell's pipes is not
+// checked here, nor `scenario run all`: its kill scenarios' execution
+// counts vary from run to run, and it takes the longest.
+var runnableCommand = regexp.MustCompile(`^((CONSUMER_BATCH_SIZE|CONSUMER_POSITION)=[a-z0-9-]+ )*(go run \./cmd/orderpaid|orderpaid) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix| --?audit| --?broker (postgres|amqp|nats))*|[a-z-]+ -h|-h)$`)
 
 func (b block) runnable() bool {
 	if len(b.cmds) == 0 {
@@ -208,6 +208,10 @@ func runAll(t *testing.T, bin string, blocks []block) map[string]string {
 func run(t *testing.T, bin, line string) string {
 	t.Helper()
 	args := strings.Fields(line)
+	var vars []string // CONSUMER_BATCH_SIZE=20 before the command
+	for strings.Contains(args[0], "=") {
+		vars, args = append(vars, args[0]), args[1:]
+	}
 	if args[0] == "go" {
 		args = args[3:] // go run ./cmd/orderpaid
 	} else {
@@ -218,6 +222,7 @@ func run(t *testing.T, bin, line string) string {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+pgtest.AdminURL(), "BROKER=", "CONSUMER_BATCH_SIZE=", "CONSUMER_POSITION=")
+	cmd.Env = append(cmd.Env, vars...) // the last of a name wins
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	_ = cmd.Run() // a command that fails prints why: the block shows that, or differs
