@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/reconcile"
 	"github.com/orderpaid/orderpaid/internal/webhook"
@@ -22,7 +23,8 @@ func runReconcile(e env) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
 	window := fs.Duration("window", 0, "only orders created this long ago or later (0: every order)")
 	grace := fs.Duration("grace", time.Minute, "an order quiet for less than this is in flight, not missing")
-	if err := parseFlags(fs, e, "[--dry-run] [--json] [--window D] [--grace D]"); err != nil {
+	without := fs.String("without", "", "lab: switch guards off in what reconcile settles through (dev runs only, ORDERPAID_DEV=1)")
+	if err := parseFlags(fs, e, "[--dry-run] [--json] [--window D] [--grace D] [--without GUARDS]"); err != nil {
 		return helpOK(err)
 	}
 	if *window < 0 || *grace <= 0 {
@@ -32,11 +34,15 @@ func runReconcile(e env) error {
 	if err != nil {
 		return err
 	}
+	lv, err := labLevers("reconcile", cfg.Dev, *without, "", false)
+	if err != nil {
+		return err
+	}
 	return withPool(e, cfg, func(pool *pgxpool.Pool) error {
 		if err := postgres.RequireSchema(e.ctx, pool); err != nil {
 			return err
 		}
-		r := reconcile.New(pool, reconcile.NewHTTPProviders(cfg.FakesURL, nil), webhook.NewIngestor(pool, nil),
+		r := reconcile.New(pool, reconcile.NewHTTPProviders(cfg.FakesURL, nil), switches.Ingestor(webhook.NewIngestor(pool, nil), lv.guards),
 			reconcile.Config{Window: *window, Grace: *grace, DryRun: *dryRun})
 		rep, err := r.Run(e.ctx)
 		if err != nil {

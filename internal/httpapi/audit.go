@@ -19,11 +19,16 @@ import (
 // "confirmation_enqueued", "confirmation_delivered". Such a count is what is
 // left, not what happened: a 0 there does not say the e-mail was not sent.
 // Always present, empty when nothing was cleaned.
+//
+// Reconciled names what orderpaid reconcile settled for the order
+// (internal/reconcile): "charge_completed", "charge_released",
+// "refund_recorded", "confirmation_resent", each once. Always present.
 type Audit struct {
 	OrderID    uuid.UUID        `json:"order_id"`
 	Executions map[string]int64 `json:"executions"`
 	Effects    map[string]int64 `json:"effects"`
 	Cleaned    []string         `json:"cleaned"`
+	Reconciled []string         `json:"reconciled"`
 }
 
 func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +69,7 @@ func (s *server) handleOrderAudit(w http.ResponseWriter, r *http.Request) {
 			effect.RefundNotified:        a.RefundNotified,
 			effect.RefundFailed:          a.RefundFailed,
 		},
-		Cleaned: append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
+		Cleaned:    append([]string{}, a.Cleaned...), // [] rather than null when nothing was cleaned
+		Reconciled: append([]string{}, a.Reconciled...),
 	})
 }

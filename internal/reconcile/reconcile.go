@@ -125,12 +125,6 @@ func (r *Reconciler) read(ctx context.Context) (records, error) {
 	return rs, nil
 }
 
-// The statuses reconcile reads.
-const (
-	statusRefunded     = "refunded"
-	statusRefundFailed = "refund_failed"
-)
-
 // compare lists one order's findings: what the two records disagree on.
 func compare(o queries.ReconcileOrdersRow, t theirs) []Finding {
 	var fs []Finding
@@ -154,11 +148,11 @@ func compare(o queries.ReconcileOrdersRow, t theirs) []Finding {
 		add(ChargeUnknown, fmt.Sprintf("the service recorded charge %s, which the gateway does not hold", o.ChargeID.String), nil)
 	}
 	switch {
-	case len(t.refunds) > 0 && o.Status != statusRefunded && o.SettledLongAgo:
+	case len(t.refunds) > 0 && o.Status != order.StatusRefunded && o.SettledLongAgo:
 		f := t.refunds[0]
 		add(RefundNotApplied, fmt.Sprintf("the gateway refunded %d cents (%s); the order is %s", f.AmountCents, f.ID, o.Status),
 			recordRefund(o, f))
-	case len(t.refunds) == 0 && o.Status == statusRefundFailed:
+	case len(t.refunds) == 0 && o.Status == order.StatusRefundFailed:
 		add(RefundFailed, "the gateway refused the order's refund for good: refund it in the gateway's dashboard (the poison queue holds the reason); the next run records it", nil)
 	}
 	if o.Status == order.StatusPaid && len(t.emails) == 0 && o.SettledLongAgo {

@@ -70,4 +70,8 @@ SELECT
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
     ARRAY(SELECT a.evidence FROM audit_cleaned a
-          WHERE a.order_id = sqlc.arg(order_id)::uuid ORDER BY a.evidence)::text[]    AS cleaned;
+          WHERE a.order_id = sqlc.arg(order_id)::uuid ORDER BY a.evidence)::text[]    AS cleaned,
+    -- What orderpaid reconcile settled for the order (reconcile_actions):
+    -- each settlement once, however many runs found it.
+    ARRAY(SELECT r.action FROM reconcile_actions r
+          WHERE r.order_id = sqlc.arg(order_id)::uuid ORDER BY r.action)::text[]      AS reconciled;

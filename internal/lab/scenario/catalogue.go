@@ -36,6 +36,8 @@ func Catalogue() []*Scenario {
 		reprocessOperator(),
 		backfillTwice(),
 		backfillRefunded(),
+		chargeNeverAnswered(),
+		notificationMissing(),
 		executionDedupe(),
 	}
 }

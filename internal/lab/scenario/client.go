@@ -206,6 +206,7 @@ func (s *Stage) Redeliver(ctx context.Context, chargeID string, count int, concu
 type audit struct { // GET /orders/{id}/audit
 	Executions map[string]int64 `json:"executions"`
 	Effects    map[string]int64 `json:"effects"`
+	Reconciled []string         `json:"reconciled"`
 }
 
 func (s *Stage) audit(ctx context.Context, id uuid.UUID) (audit, error) {

@@ -53,6 +53,11 @@ type Counts struct {
 	RefundFailed int64 `json:"refund_failed"`
 	Refusals     int64 `json:"refund_refusals"`
 	Poisoned     int64 `json:"poisoned"`
+	// Recorded is the audit's charges: the charges on the service's own
+	// record (Charges are the gateway's); Reconciled what orderpaid
+	// reconcile settled for the orders (the audit's reconciled).
+	Recorded   int64 `json:"charges_recorded"`
+	Reconciled int64 `json:"reconciled"`
 }
 
 // Metric names one number of Counts in a Check.
@@ -81,6 +86,8 @@ const (
 	RefundFailed        Metric = effect.RefundFailed
 	Refusals            Metric = "refund_refusals"
 	Poisoned            Metric = "poisoned"
+	Recorded            Metric = "charges_recorded"
+	Reconciled          Metric = "reconciled"
 )
 
 // Of returns the value of m in c.
@@ -126,6 +133,10 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Refusals
 	case Poisoned:
 		return c.Poisoned
+	case Recorded:
+		return c.Recorded
+	case Reconciled:
+		return c.Reconciled
 	}
 	panic("scenario: unknown metric " + string(m))
 }

@@ -39,6 +39,8 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.ExecOrderRefunded += a.Executions["order_refunded"]
 		c.ExecRefundRequested += a.Executions["refund_requested"]
 		c.RefundFailed += a.Effects[effect.RefundFailed]
+		c.Recorded += a.Effects[effect.Charges]
+		c.Reconciled += int64(len(a.Reconciled))
 	}
 	charges, err := s.charges(ctx)
 	if err != nil {

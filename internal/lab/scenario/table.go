@@ -15,9 +15,11 @@ import (
 // (commission reversals), REFUND E-MAILS; and when any result had a refund
 // refused for good, after them: REFUSED (refunds the gateway refused),
 // REFUND FAILED (orders moved to refund_failed), POISONED (messages of the
-// orders waiting in the poison queue).
+// orders waiting in the poison queue); and when orderpaid reconcile settled
+// anything, last: RECORDED (the charges on the service's record, the
+// audit's charges) and RECONCILED (what reconcile settled).
 func WriteTable(w io.Writer, results []Result) error {
-	wide, refused := false, false
+	wide, refused, reconciled := false, false, false
 	for _, r := range results {
 		c := r.Counts
 		if c.StockReserved+c.StockReleased+c.Refunds+c.Refunded+c.Reversed+c.RefundNotices > 0 {
@@ -25,6 +27,9 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 		if c.Refusals+c.RefundFailed > 0 {
 			refused = true
+		}
+		if c.Reconciled > 0 {
+			reconciled = true
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -34,6 +39,9 @@ func WriteTable(w io.Writer, results []Result) error {
 	}
 	if refused {
 		header += "\tREFUSED\tREFUND FAILED\tPOISONED"
+	}
+	if reconciled {
+		header += "\tRECORDED\tRECONCILED"
 	}
 	fmt.Fprintln(tw, header+"\tVERDICT")
 	for _, r := range results {
@@ -50,6 +58,9 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 		if refused {
 			fmt.Fprintf(tw, "%d\t%d\t%d\t", c.Refusals, c.RefundFailed, c.Poisoned)
+		}
+		if reconciled {
+			fmt.Fprintf(tw, "%d\t%d\t", c.Recorded, c.Reconciled)
 		}
 		fmt.Fprintf(tw, "%s\n", r.Verdict())
 	}

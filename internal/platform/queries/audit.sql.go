@@ -78,7 +78,11 @@ SELECT
     -- this order (audit_cleaned, written by the retention deletes): those
     -- counts are what is left, not what happened.
     ARRAY(SELECT a.evidence FROM audit_cleaned a
-          WHERE a.order_id = $1::uuid ORDER BY a.evidence)::text[]    AS cleaned
+          WHERE a.order_id = $1::uuid ORDER BY a.evidence)::text[]    AS cleaned,
+    -- What orderpaid reconcile settled for the order (reconcile_actions):
+    -- each settlement once, however many runs found it.
+    ARRAY(SELECT r.action FROM reconcile_actions r
+          WHERE r.order_id = $1::uuid ORDER BY r.action)::text[]      AS reconciled
 `
 
 type AuditOrderRow struct {
@@ -100,6 +104,7 @@ type AuditOrderRow struct {
 	Refunded                  int64    `json:"refunded"`
 	RefundFailed              int64    `json:"refund_failed"`
 	Cleaned                   []string `json:"cleaned"`
+	Reconciled                []string `json:"reconciled"`
 }
 
 // Executions versus effects for one order. Executions count handler runs;
@@ -129,6 +134,7 @@ func (q *Queries) AuditOrder(ctx context.Context, orderID uuid.UUID) (AuditOrder
 		&i.Refunded,
 		&i.RefundFailed,
 		&i.Cleaned,
+		&i.Reconciled,
 	)
 	return i, err
 }
