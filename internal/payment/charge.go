@@ -33,14 +33,17 @@ const (
 //     same ChargeKey, for the gateway to answer with the first charge;
 //   - refused: nextAttempt, under a new gateway key.
 //
-// Why the status comes first, and how the conditional UPDATEs leave exactly
-// one winner: docs/techniques/idempotency-key.md.
+// Whether a lock is live is the database's answer (held), on the clock the
+// lock was written with: the key's and the charge's locks, claimed in one
+// transaction, run until the same now() + LockTimeout. Why the status comes
+// first, and how the conditional UPDATEs leave exactly one winner:
+// docs/techniques/idempotency-key.md.
 func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if c.order.Status != order.StatusPending {
 		return s.notPayable(ctx, q, c)
 	}
 	n, err := q.OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
-		OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
+		OrderID: c.order.ID, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
 	})
 	if err != nil {
 		return fmt.Errorf("claim the charge of order %s: %w", c.order.ID, err)
@@ -58,17 +61,17 @@ func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claime
 		return s.alreadyPaid(ctx, q, c)
 	case ch.State == chargeRefused:
 		return s.nextAttempt(ctx, q, c, ch)
-	case ch.LockedUntil != nil && ch.LockedUntil.After(time.Now()):
-		return orderInFlight(time.Until(*ch.LockedUntil))
+	case ch.Held:
+		return orderInFlight(time.Duration(ch.LockLeftMs) * time.Millisecond)
 	default:
 		return s.takeOver(ctx, q, c, ch)
 	}
 }
 
 // takeOver claims a charge whose outcome is unknown, keeping its attempt.
-func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderCharge) error {
+func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderChargeGetRow) error {
 	won, err := q.OrderChargeTakeOver(ctx, queries.OrderChargeTakeOverParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
 	})
 	if err != nil {
 		return fmt.Errorf("take over the charge of order %s: %w", c.order.ID, err)
@@ -81,9 +84,9 @@ func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, 
 }
 
 // nextAttempt claims the attempt after a refused one.
-func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderCharge) error {
+func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderChargeGetRow) error {
 	won, err := q.OrderChargeRetry(ctx, queries.OrderChargeRetryParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LockedUntil: &c.lockedUntil,
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
 	})
 	if err != nil {
 		return fmt.Errorf("start attempt %d of the charge of order %s: %w", ch.Attempt+1, c.order.ID, err)

@@ -213,9 +213,8 @@ func TestChargeClaimRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Rollback(ctx)
-	lockedUntil := time.Now().Add(time.Minute)
 	if _, err := queries.New(first).OrderChargeInsert(ctx, queries.OrderChargeInsertParams{
-		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
+		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LeaseMs: time.Minute.Milliseconds(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,8 @@ type claimed struct {
 	order       queries.Order
 	scope, key  string
 	fingerprint string
-	attempt     int32     // the order's charge attempt this request holds (charge.go)
-	gatewayKey  string    // the Idempotency-Key this request sends to the gateway
-	lockedUntil time.Time // the lock this request holds, on its key and on the order's charge alike
+	attempt     int32  // the order's charge attempt this request holds (charge.go)
+	gatewayKey  string // the Idempotency-Key this request sends to the gateway
 	done        bool
 	resp        Response
 }
@@ -35,10 +34,10 @@ type claimed struct {
 // Effect protected: the request, against concurrent and repeated sends of
 // it. INSERT ... ON CONFLICT DO NOTHING on the primary key (scope, key) lets
 // exactly one of any number of concurrent first requests insert the row, with
-// its lock; the others wait for that insert to commit, insert nothing, and
-// read the row (resume). The charge itself is protected per order, by
-// claimCharge, whatever the key. Nothing is written when the order does not
-// exist or the request is refused.
+// its lock (until the database's now() + LockTimeout); the others wait for
+// that insert to commit, insert nothing, and read the row (resume). The
+// charge itself is protected per order, by claimCharge, whatever the key.
+// Nothing is written when the order does not exist or the request is refused.
 func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, error) {
 	var c claimed
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -50,9 +49,8 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 		// The key is scoped per customer: another customer's identical key is
 		// another key.
 		c = claimed{order: o, scope: o.CustomerID, key: req.Key, fingerprint: fingerprint(o.ID, body)}
-		c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
 		inserted, err := q.IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
-			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LockedUntil: &c.lockedUntil,
+			Scope: c.scope, Key: c.key, Fingerprint: c.fingerprint, OrderID: o.ID, LeaseMs: s.cfg.leaseMs(),
 		})
 		if err != nil {
 			return fmt.Errorf("insert idempotency key: %w", err)
@@ -92,9 +90,11 @@ func fingerprint(orderID uuid.UUID, body Body) string {
 //     with a conditional UPDATE and carry on to the gateway.
 //
 // The lock check here is a fast path that also tells the client how long
-// the holder's lock has left (Retry-After). It is not the guard: between
-// this read and the UPDATE another request may recover the key, which is
-// why recoverKey re-checks the lock in its WHERE clause.
+// the holder's lock has left (Retry-After); both are the database's answer
+// (held, lock_left_ms), on the same clock the lock was written with. It is
+// not the guard: between this read and the UPDATE another request may
+// recover the key, which is why recoverKey re-checks the lock in its WHERE
+// clause.
 //
 // A recovered key goes on to claimCharge like a new one: its holder crashed,
 // and another key may have charged the order since.
@@ -110,8 +110,8 @@ func (s *Service) resume(ctx context.Context, q *queries.Queries, c *claimed) er
 		c.done, c.resp = true, Response{Status: int(row.ResponseStatus.Int32), Body: row.ResponseBody, Replayed: true}
 		return nil
 	}
-	if now := time.Now(); row.LockedUntil != nil && row.LockedUntil.After(now) {
-		return inFlight(row.LockedUntil.Sub(now))
+	if row.Held {
+		return inFlight(time.Duration(row.LockLeftMs) * time.Millisecond)
 	}
 	return s.recoverKey(ctx, q, c)
 }
@@ -125,9 +125,8 @@ func (s *Service) resume(ctx context.Context, q *queries.Queries, c *claimed) er
 // matches nothing. The one caller that changed a row goes on; the others are
 // told the key is in flight, for as long as the winner's new lock lasts.
 func (s *Service) recoverKey(ctx context.Context, q *queries.Queries, c *claimed) error {
-	c.lockedUntil = time.Now().Add(s.cfg.LockTimeout)
 	won, err := q.IdempotencyKeyRecover(ctx, queries.IdempotencyKeyRecoverParams{
-		LockedUntil: &c.lockedUntil, Scope: c.scope, Key: c.key,
+		LeaseMs: s.cfg.leaseMs(), Scope: c.scope, Key: c.key,
 	})
 	if err != nil {
 		return fmt.Errorf("recover idempotency key: %w", err)

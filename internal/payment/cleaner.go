@@ -21,6 +21,12 @@ import (
 // and repeat the derived gateway key, so that a charge the gateway may have
 // made is found rather than made again.
 //
+// The cutoff is the one time this package takes from the api's clock
+// (Config.Clock), not a lease: a clock that is off moves it by as much. A
+// key deleted early only makes a late retry a new request, which the
+// order's charge claim still answers with the order's one charge
+// (key_expired_test.go).
+//
 // Deleting is idempotent, so running the Cleaner twice, or in several
 // processes at once, is safe: a row deleted by one is skipped by the other.
 type Cleaner struct {
@@ -65,7 +71,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 // RunOnce deletes the completed keys created more than Retention ago and
 // returns how many it deleted.
 func (c *Cleaner) RunOnce(ctx context.Context) (int64, error) {
-	cutoff := time.Now().Add(-c.cfg.Retention)
+	cutoff := c.cfg.Clock().Add(-c.cfg.Retention)
 	n, err := queries.New(c.pool).IdempotencyKeyDeleteOlderThan(ctx, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("delete completed idempotency keys created before %s: %w", cutoff.Format(time.RFC3339), err)

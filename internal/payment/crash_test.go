@@ -104,12 +104,14 @@ func crash(t *testing.T, b *bundle, cfg payment.Config, o queries.Order, key str
 	}
 }
 
-// waitLockExpired sleeps until the key's lock has expired.
+// waitLockExpired sleeps until the key's lock has expired on the database's
+// clock, the one the lock is compared with.
 func waitLockExpired(t *testing.T, b *bundle, o queries.Order, key string) {
 	t.Helper()
 	row := b.keyRow(t, o.CustomerID, key)
 	if row.LockedUntil == nil || row.CompletedAt != nil {
 		t.Fatalf("key %s is not locked: %+v", key, row)
 	}
-	time.Sleep(time.Until(*row.LockedUntil) + 20*time.Millisecond)
+	time.Sleep(time.Duration(row.LockLeftMs) * time.Millisecond)
+	waitFor(t, func() bool { return !b.keyRow(t, o.CustomerID, key).Held })
 }

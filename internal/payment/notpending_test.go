@@ -107,16 +107,14 @@ func lostAnswer(t *testing.T, b *bundle, customer string) queries.Order {
 	return o
 }
 
-// waitChargeLockExpired sleeps until the order's charge lock has expired
-// (a released lock has expired already).
+// waitChargeLockExpired sleeps until the order's charge lock has expired on
+// the database's clock (a released lock has expired already).
 func waitChargeLockExpired(t *testing.T, b *bundle, o queries.Order) {
 	t.Helper()
-	ch, err := queries.New(b.pool).OrderChargeGet(context.Background(), o.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := b.chargeRow(t, o)
 	if ch.State != "charging" || ch.LockedUntil == nil {
 		t.Fatalf("order's charge is %s, locked until %v: want charging, locked", ch.State, ch.LockedUntil)
 	}
-	time.Sleep(time.Until(*ch.LockedUntil) + 20*time.Millisecond)
+	time.Sleep(time.Duration(ch.LockLeftMs) * time.Millisecond)
+	waitFor(t, func() bool { return !b.chargeRow(t, o).Held })
 }

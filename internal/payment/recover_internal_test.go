@@ -21,9 +21,9 @@ func TestRecoverKey(t *testing.T) {
 	t.Parallel()
 	pool, o := newTestOrder(t)
 	ctx := context.Background()
-	expired := time.Now().Add(-time.Second)
+	// A lease of -1s: a lock that expired a second ago.
 	if _, err := queries.New(pool).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
-		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LockedUntil: &expired,
+		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LeaseMs: -1000,
 	}); err != nil {
 		t.Fatal(err)
 	}

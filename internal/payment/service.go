@@ -19,21 +19,35 @@ type Config struct {
 	// LockTimeout is how long a request holds its key before another request
 	// with the same key may assume it crashed and recover the key (default
 	// 30s). It must be longer than the slowest gateway call, or a slow
-	// request is "recovered" while it still runs.
+	// request is "recovered" while it still runs. The lease is counted on
+	// the database's clock: written as now() + LockTimeout and compared with
+	// now() in SQL, never with the api's clock.
 	LockTimeout time.Duration
 	// Retention is how long a completed key is kept, and so how long a retry
 	// gets the stored response (default 24h). Read by the Cleaner.
 	Retention time.Duration
 	// CleanInterval is how often Cleaner.Run deletes expired keys (default 1h).
 	CleanInterval time.Duration
+	// Clock is the api's clock (default time.Now), read only for the
+	// Cleaner's cutoff. No lease reads it, so api hosts whose clocks are off
+	// cannot take over each other's keys; clock_skew_test.go skews it here,
+	// since faketime does not reach a Go binary's clock.
+	Clock func() time.Time
 }
 
 func (c Config) withDefaults() Config {
 	c.LockTimeout = cmp.Or(c.LockTimeout, 30*time.Second)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.CleanInterval = cmp.Or(c.CleanInterval, time.Hour)
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
 	return c
 }
+
+// leaseMs is LockTimeout as the queries take it: the milliseconds the
+// database adds to its now().
+func (c Config) leaseMs() int64 { return c.LockTimeout.Milliseconds() }
 
 // Service charges orders under Idempotency-Keys. It is safe for concurrent
 // use, also from several processes sharing one database: every decision

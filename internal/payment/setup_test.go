@@ -143,13 +143,23 @@ func (b *bundle) control(t *testing.T, c fakes.GatewayControl) {
 }
 
 // keyRow reads the stored key, failing the test if there is none.
-func (b *bundle) keyRow(t *testing.T, scope, key string) queries.IdempotencyKey {
+func (b *bundle) keyRow(t *testing.T, scope, key string) queries.IdempotencyKeyGetRow {
 	t.Helper()
 	row, err := queries.New(b.pool).IdempotencyKeyGet(context.Background(), queries.IdempotencyKeyGetParams{Scope: scope, Key: key})
 	if err != nil {
 		t.Fatalf("read key %s/%s: %v", scope, key, err)
 	}
 	return row
+}
+
+// chargeRow reads the order's charge, failing the test if there is none.
+func (b *bundle) chargeRow(t *testing.T, o queries.Order) queries.OrderChargeGetRow {
+	t.Helper()
+	ch, err := queries.New(b.pool).OrderChargeGet(context.Background(), o.ID)
+	if err != nil {
+		t.Fatalf("read the charge of order %s: %v", o.ID, err)
+	}
+	return ch
 }
 
 // keyCount is how many keys are stored for the order.

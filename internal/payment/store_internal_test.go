@@ -24,9 +24,8 @@ func TestStoreKeepsTheFirstCompletion(t *testing.T) {
 	t.Parallel()
 	pool, o := newTestOrder(t)
 	ctx := context.Background()
-	lockedUntil := time.Now().Add(time.Minute)
 	if _, err := queries.New(pool).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
-		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LockedUntil: &lockedUntil,
+		Scope: "c1", Key: "k1", Fingerprint: "fp", OrderID: o.ID, LeaseMs: time.Minute.Milliseconds(),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +65,8 @@ func TestKeyClaimRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Rollback(ctx)
-	lockedUntil := time.Now().Add(time.Minute)
 	if _, err := queries.New(first).IdempotencyKeyInsert(ctx, queries.IdempotencyKeyInsertParams{
-		Scope: "c1", Key: "k1", Fingerprint: fingerprint(o.ID, body), OrderID: o.ID, LockedUntil: &lockedUntil,
+		Scope: "c1", Key: "k1", Fingerprint: fingerprint(o.ID, body), OrderID: o.ID, LeaseMs: time.Minute.Milliseconds(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -79,15 +79,14 @@ func mustIngest(t *testing.T, in *webhook.Ingestor, eventID string, o queries.Or
 // gateway (key k1, locked for a minute).
 func claimCharge(t *testing.T, q *queries.Queries, o queries.Order) {
 	t.Helper()
-	lockedUntil := time.Now().Add(time.Minute)
 	if _, err := q.OrderChargeInsert(context.Background(), queries.OrderChargeInsertParams{
-		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LockedUntil: &lockedUntil,
+		OrderID: o.ID, HolderScope: o.CustomerID, HolderKey: "k1", LeaseMs: time.Minute.Milliseconds(),
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func chargeRow(t *testing.T, q *queries.Queries, o queries.Order) queries.OrderCharge {
+func chargeRow(t *testing.T, q *queries.Queries, o queries.Order) queries.OrderChargeGetRow {
 	t.Helper()
 	ch, err := q.OrderChargeGet(context.Background(), o.ID)
 	if err != nil {

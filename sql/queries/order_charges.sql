@@ -1,12 +1,23 @@
 -- name: OrderChargeInsert :execrows
 -- Claims the order's charge for the first time. Zero rows: another request
--- claimed it before (the conflict waits for that insert to commit).
+-- claimed it before (the conflict waits for that insert to commit). Like the
+-- key's (idempotency_keys.sql), every lock in this file is written as now() +
+-- lease_ms and compared with now(), on the database's clock; now() is one
+-- instant per transaction, so a key and a charge claimed together are locked
+-- until the same time.
 INSERT INTO order_charges (order_id, holder_scope, holder_key, locked_until)
-VALUES ($1, $2, $3, $4)
+VALUES (sqlc.arg(order_id), sqlc.arg(holder_scope), sqlc.arg(holder_key),
+        now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond')
 ON CONFLICT (order_id) DO NOTHING;
 
 -- name: OrderChargeGet :one
-SELECT * FROM order_charges WHERE order_id = $1;
+-- Reads the order's charge with its lock as the database's clock sees it:
+-- held while locked_until is after now(), for lock_left_ms more (0 when not
+-- held).
+SELECT *,
+       coalesce(locked_until > now(), false)::boolean AS held,
+       greatest(ceil(extract(epoch FROM locked_until - now()) * 1000), 0)::bigint AS lock_left_ms
+FROM order_charges WHERE order_id = $1;
 
 -- name: OrderChargeTakeOver :execrows
 -- Takes over a charge whose holder crashed or gave it back, keeping its
@@ -14,7 +25,7 @@ SELECT * FROM order_charges WHERE order_id = $1;
 -- lock has expired. Exactly one concurrent caller wins.
 UPDATE order_charges
 SET holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
-    locked_until = sqlc.arg(locked_until), updated_at = now()
+    locked_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt)
   AND state = 'charging' AND locked_until < now();
 
@@ -24,7 +35,7 @@ WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt)
 UPDATE order_charges
 SET attempt = attempt + 1, state = 'charging',
     holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
-    locked_until = sqlc.arg(locked_until), updated_at = now()
+    locked_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 'refused';
 
 -- name: OrderChargeSettle :execrows

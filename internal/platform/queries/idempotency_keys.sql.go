@@ -53,7 +53,10 @@ func (q *Queries) IdempotencyKeyDeleteOlderThan(ctx context.Context, createdAt t
 }
 
 const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
-SELECT scope, key, fingerprint, order_id, locked_until, response_status, response_body, created_at, completed_at FROM idempotency_keys WHERE scope = $1 AND key = $2
+SELECT scope, key, fingerprint, order_id, locked_until, response_status, response_body, created_at, completed_at,
+       coalesce(locked_until > now(), false)::boolean AS held,
+       greatest(ceil(extract(epoch FROM locked_until - now()) * 1000), 0)::bigint AS lock_left_ms
+FROM idempotency_keys WHERE scope = $1 AND key = $2
 `
 
 type IdempotencyKeyGetParams struct {
@@ -61,9 +64,25 @@ type IdempotencyKeyGetParams struct {
 	Key   string `json:"key"`
 }
 
-func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetParams) (IdempotencyKey, error) {
+type IdempotencyKeyGetRow struct {
+	Scope          string      `json:"scope"`
+	Key            string      `json:"key"`
+	Fingerprint    string      `json:"fingerprint"`
+	OrderID        uuid.UUID   `json:"order_id"`
+	LockedUntil    *time.Time  `json:"locked_until"`
+	ResponseStatus pgtype.Int4 `json:"response_status"`
+	ResponseBody   []byte      `json:"response_body"`
+	CreatedAt      time.Time   `json:"created_at"`
+	CompletedAt    *time.Time  `json:"completed_at"`
+	Held           bool        `json:"held"`
+	LockLeftMs     int64       `json:"lock_left_ms"`
+}
+
+// Reads the key with its lock as the database's clock sees it: held while
+// locked_until is after now(), for lock_left_ms more (0 when not held).
+func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetParams) (IdempotencyKeyGetRow, error) {
 	row := q.db.QueryRow(ctx, idempotencyKeyGet, arg.Scope, arg.Key)
-	var i IdempotencyKey
+	var i IdempotencyKeyGetRow
 	err := row.Scan(
 		&i.Scope,
 		&i.Key,
@@ -74,32 +93,39 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 		&i.ResponseBody,
 		&i.CreatedAt,
 		&i.CompletedAt,
+		&i.Held,
+		&i.LockLeftMs,
 	)
 	return i, err
 }
 
 const idempotencyKeyInsert = `-- name: IdempotencyKeyInsert :execrows
 INSERT INTO idempotency_keys (scope, key, fingerprint, order_id, locked_until)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $3, $4,
+        now() + $5::bigint * interval '1 millisecond')
 ON CONFLICT (scope, key) DO NOTHING
 `
 
 type IdempotencyKeyInsertParams struct {
-	Scope       string     `json:"scope"`
-	Key         string     `json:"key"`
-	Fingerprint string     `json:"fingerprint"`
-	OrderID     uuid.UUID  `json:"order_id"`
-	LockedUntil *time.Time `json:"locked_until"`
+	Scope       string    `json:"scope"`
+	Key         string    `json:"key"`
+	Fingerprint string    `json:"fingerprint"`
+	OrderID     uuid.UUID `json:"order_id"`
+	LeaseMs     int64     `json:"lease_ms"`
 }
 
-// Claims a new key and locks it until locked_until. Zero rows: the key exists.
+// Claims a new key and locks it for lease_ms. Zero rows: the key exists.
+// Every lock in this file is written as now() + lease_ms and compared with
+// now(): on the database's clock, never the api's, so an api host whose
+// clock is off cannot make a held key look expired
+// (internal/payment/clock_skew_test.go).
 func (q *Queries) IdempotencyKeyInsert(ctx context.Context, arg IdempotencyKeyInsertParams) (int64, error) {
 	result, err := q.db.Exec(ctx, idempotencyKeyInsert,
 		arg.Scope,
 		arg.Key,
 		arg.Fingerprint,
 		arg.OrderID,
-		arg.LockedUntil,
+		arg.LeaseMs,
 	)
 	if err != nil {
 		return 0, err
@@ -109,21 +135,21 @@ func (q *Queries) IdempotencyKeyInsert(ctx context.Context, arg IdempotencyKeyIn
 
 const idempotencyKeyRecover = `-- name: IdempotencyKeyRecover :execrows
 UPDATE idempotency_keys
-SET locked_until = $1
+SET locked_until = now() + $1::bigint * interval '1 millisecond'
 WHERE scope = $2 AND key = $3
   AND completed_at IS NULL AND locked_until < now()
 `
 
 type IdempotencyKeyRecoverParams struct {
-	LockedUntil *time.Time `json:"locked_until"`
-	Scope       string     `json:"scope"`
-	Key         string     `json:"key"`
+	LeaseMs int64  `json:"lease_ms"`
+	Scope   string `json:"scope"`
+	Key     string `json:"key"`
 }
 
 // Takes over a key whose holder crashed: only when its lock has expired and no
 // response was stored. Exactly one concurrent caller wins.
 func (q *Queries) IdempotencyKeyRecover(ctx context.Context, arg IdempotencyKeyRecoverParams) (int64, error) {
-	result, err := q.db.Exec(ctx, idempotencyKeyRecover, arg.LockedUntil, arg.Scope, arg.Key)
+	result, err := q.db.Exec(ctx, idempotencyKeyRecover, arg.LeaseMs, arg.Scope, arg.Key)
 	if err != nil {
 		return 0, err
 	}

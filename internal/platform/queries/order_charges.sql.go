@@ -39,12 +39,32 @@ func (q *Queries) GatewayChargeCallInsert(ctx context.Context, arg GatewayCharge
 }
 
 const orderChargeGet = `-- name: OrderChargeGet :one
-SELECT order_id, attempt, state, holder_scope, holder_key, locked_until, created_at, updated_at, charge_id FROM order_charges WHERE order_id = $1
+SELECT order_id, attempt, state, holder_scope, holder_key, locked_until, created_at, updated_at, charge_id,
+       coalesce(locked_until > now(), false)::boolean AS held,
+       greatest(ceil(extract(epoch FROM locked_until - now()) * 1000), 0)::bigint AS lock_left_ms
+FROM order_charges WHERE order_id = $1
 `
 
-func (q *Queries) OrderChargeGet(ctx context.Context, orderID uuid.UUID) (OrderCharge, error) {
+type OrderChargeGetRow struct {
+	OrderID     uuid.UUID   `json:"order_id"`
+	Attempt     int32       `json:"attempt"`
+	State       string      `json:"state"`
+	HolderScope string      `json:"holder_scope"`
+	HolderKey   string      `json:"holder_key"`
+	LockedUntil *time.Time  `json:"locked_until"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	ChargeID    pgtype.Text `json:"charge_id"`
+	Held        bool        `json:"held"`
+	LockLeftMs  int64       `json:"lock_left_ms"`
+}
+
+// Reads the order's charge with its lock as the database's clock sees it:
+// held while locked_until is after now(), for lock_left_ms more (0 when not
+// held).
+func (q *Queries) OrderChargeGet(ctx context.Context, orderID uuid.UUID) (OrderChargeGetRow, error) {
 	row := q.db.QueryRow(ctx, orderChargeGet, orderID)
-	var i OrderCharge
+	var i OrderChargeGetRow
 	err := row.Scan(
 		&i.OrderID,
 		&i.Attempt,
@@ -55,31 +75,38 @@ func (q *Queries) OrderChargeGet(ctx context.Context, orderID uuid.UUID) (OrderC
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ChargeID,
+		&i.Held,
+		&i.LockLeftMs,
 	)
 	return i, err
 }
 
 const orderChargeInsert = `-- name: OrderChargeInsert :execrows
 INSERT INTO order_charges (order_id, holder_scope, holder_key, locked_until)
-VALUES ($1, $2, $3, $4)
+VALUES ($1, $2, $3,
+        now() + $4::bigint * interval '1 millisecond')
 ON CONFLICT (order_id) DO NOTHING
 `
 
 type OrderChargeInsertParams struct {
-	OrderID     uuid.UUID  `json:"order_id"`
-	HolderScope string     `json:"holder_scope"`
-	HolderKey   string     `json:"holder_key"`
-	LockedUntil *time.Time `json:"locked_until"`
+	OrderID     uuid.UUID `json:"order_id"`
+	HolderScope string    `json:"holder_scope"`
+	HolderKey   string    `json:"holder_key"`
+	LeaseMs     int64     `json:"lease_ms"`
 }
 
 // Claims the order's charge for the first time. Zero rows: another request
-// claimed it before (the conflict waits for that insert to commit).
+// claimed it before (the conflict waits for that insert to commit). Like the
+// key's (idempotency_keys.sql), every lock in this file is written as now() +
+// lease_ms and compared with now(), on the database's clock; now() is one
+// instant per transaction, so a key and a charge claimed together are locked
+// until the same time.
 func (q *Queries) OrderChargeInsert(ctx context.Context, arg OrderChargeInsertParams) (int64, error) {
 	result, err := q.db.Exec(ctx, orderChargeInsert,
 		arg.OrderID,
 		arg.HolderScope,
 		arg.HolderKey,
-		arg.LockedUntil,
+		arg.LeaseMs,
 	)
 	if err != nil {
 		return 0, err
@@ -145,16 +172,16 @@ const orderChargeRetry = `-- name: OrderChargeRetry :execrows
 UPDATE order_charges
 SET attempt = attempt + 1, state = 'charging',
     holder_scope = $1, holder_key = $2,
-    locked_until = $3, updated_at = now()
+    locked_until = now() + $3::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = $4 AND attempt = $5 AND state = 'refused'
 `
 
 type OrderChargeRetryParams struct {
-	HolderScope string     `json:"holder_scope"`
-	HolderKey   string     `json:"holder_key"`
-	LockedUntil *time.Time `json:"locked_until"`
-	OrderID     uuid.UUID  `json:"order_id"`
-	Attempt     int32      `json:"attempt"`
+	HolderScope string    `json:"holder_scope"`
+	HolderKey   string    `json:"holder_key"`
+	LeaseMs     int64     `json:"lease_ms"`
+	OrderID     uuid.UUID `json:"order_id"`
+	Attempt     int32     `json:"attempt"`
 }
 
 // Starts the next attempt after the gateway refused the last one for good.
@@ -163,7 +190,7 @@ func (q *Queries) OrderChargeRetry(ctx context.Context, arg OrderChargeRetryPara
 	result, err := q.db.Exec(ctx, orderChargeRetry,
 		arg.HolderScope,
 		arg.HolderKey,
-		arg.LockedUntil,
+		arg.LeaseMs,
 		arg.OrderID,
 		arg.Attempt,
 	)
@@ -208,17 +235,17 @@ func (q *Queries) OrderChargeSettle(ctx context.Context, arg OrderChargeSettlePa
 const orderChargeTakeOver = `-- name: OrderChargeTakeOver :execrows
 UPDATE order_charges
 SET holder_scope = $1, holder_key = $2,
-    locked_until = $3, updated_at = now()
+    locked_until = now() + $3::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = $4 AND attempt = $5
   AND state = 'charging' AND locked_until < now()
 `
 
 type OrderChargeTakeOverParams struct {
-	HolderScope string     `json:"holder_scope"`
-	HolderKey   string     `json:"holder_key"`
-	LockedUntil *time.Time `json:"locked_until"`
-	OrderID     uuid.UUID  `json:"order_id"`
-	Attempt     int32      `json:"attempt"`
+	HolderScope string    `json:"holder_scope"`
+	HolderKey   string    `json:"holder_key"`
+	LeaseMs     int64     `json:"lease_ms"`
+	OrderID     uuid.UUID `json:"order_id"`
+	Attempt     int32     `json:"attempt"`
 }
 
 // Takes over a charge whose holder crashed or gave it back, keeping its
@@ -228,7 +255,7 @@ func (q *Queries) OrderChargeTakeOver(ctx context.Context, arg OrderChargeTakeOv
 	result, err := q.db.Exec(ctx, orderChargeTakeOver,
 		arg.HolderScope,
 		arg.HolderKey,
-		arg.LockedUntil,
+		arg.LeaseMs,
 		arg.OrderID,
 		arg.Attempt,
 	)
