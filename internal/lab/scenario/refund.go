@@ -14,6 +14,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/reconcile"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
@@ -196,6 +197,12 @@ func refundRefused() *Scenario {
 			}
 			if err := s.wantPoisonReason(ctx, id); err != nil {
 				return err
+			}
+			// The last line of defence lists it for a person: reconcile
+			// settles nothing and exits 1 while the refund is owed.
+			out, err := s.Command(ctx, append(s.guardArgs("reconcile"), "--grace", "1s")...)
+			if s.without == "" && (err == nil || !strings.Contains(out, string(reconcile.RefundFailed))) {
+				return fmt.Errorf("reconcile did not list the refused refund for a person (err %v)", err)
 			}
 			return s.logStatus(ctx, id)
 		},
