@@ -29,8 +29,10 @@ const (
 //   - no row yet: exactly one of any number of requests claims attempt 1;
 //   - charged: alreadyPaid, stored under this key;
 //   - charging with a live lock: *InFlightError, nothing stored;
-//   - charging with an expired lock: takeOver, the same attempt and so the
-//     same ChargeKey, for the gateway to answer with the first charge;
+//   - charging with an expired lock, or released (orderpaid reconcile found
+//     no charge under its key at the gateway): takeOver, the same attempt
+//     and so the same ChargeKey, for the gateway to answer with the first
+//     charge if there was one;
 //   - refused: nextAttempt, under a new gateway key.
 //
 // Whether a lock is live is the database's answer (held), on the clock the

@@ -179,6 +179,17 @@ func TestChargeNeverMade(t *testing.T) {
 	if rep := w.run(false); len(rep.Findings) != 0 {
 		t.Errorf("second run found %+v, want nothing", rep.Findings)
 	}
+
+	// The customer pays again, with a new key: the request takes the
+	// released attempt over, under its gateway key.
+	pay := payment.NewService(w.pool, payment.NewGatewayClient(w.fakes, nil), payment.Config{})
+	resp, err := pay.Pay(context.Background(), payment.Request{OrderID: id, Key: "pay-again", Body: []byte(`{}`)})
+	if err != nil || resp.Status != http.StatusCreated {
+		t.Fatalf("payment after the release = %d %s, %v; want 201", resp.Status, resp.Body, err)
+	}
+	if n := w.count(`SELECT count(*) FROM gateway_charge_calls WHERE order_id = $1 AND gateway_key = $2`, id, payment.ChargeKey(id, 1)); n != 1 {
+		t.Errorf("%d gateway calls under attempt 1's key, want 1 (the released attempt taken over)", n)
+	}
 }
 
 // TestTwoRunsAtOnce: two runs over the same gaps settle each once.

@@ -22,12 +22,13 @@ FROM order_charges WHERE order_id = $1;
 -- name: OrderChargeTakeOver :execrows
 -- Takes over a charge whose holder crashed or gave it back, keeping its
 -- attempt (and so its gateway key): only while its outcome is unknown and its
--- lock has expired. Exactly one concurrent caller wins.
+-- lock has expired, or once orderpaid reconcile released it (the gateway
+-- never saw its key). Exactly one concurrent caller wins.
 UPDATE order_charges
-SET holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
+SET state = 'charging', holder_scope = sqlc.arg(holder_scope), holder_key = sqlc.arg(holder_key),
     locked_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt)
-  AND state = 'charging' AND locked_until < now();
+  AND (state = 'released' OR (state = 'charging' AND locked_until < now()));
 
 -- name: OrderChargeRetry :execrows
 -- Starts the next attempt after the gateway refused the last one for good.

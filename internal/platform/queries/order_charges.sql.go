@@ -234,10 +234,10 @@ func (q *Queries) OrderChargeSettle(ctx context.Context, arg OrderChargeSettlePa
 
 const orderChargeTakeOver = `-- name: OrderChargeTakeOver :execrows
 UPDATE order_charges
-SET holder_scope = $1, holder_key = $2,
+SET state = 'charging', holder_scope = $1, holder_key = $2,
     locked_until = now() + $3::bigint * interval '1 millisecond', updated_at = now()
 WHERE order_id = $4 AND attempt = $5
-  AND state = 'charging' AND locked_until < now()
+  AND (state = 'released' OR (state = 'charging' AND locked_until < now()))
 `
 
 type OrderChargeTakeOverParams struct {
@@ -250,7 +250,8 @@ type OrderChargeTakeOverParams struct {
 
 // Takes over a charge whose holder crashed or gave it back, keeping its
 // attempt (and so its gateway key): only while its outcome is unknown and its
-// lock has expired. Exactly one concurrent caller wins.
+// lock has expired, or once orderpaid reconcile released it (the gateway
+// never saw its key). Exactly one concurrent caller wins.
 func (q *Queries) OrderChargeTakeOver(ctx context.Context, arg OrderChargeTakeOverParams) (int64, error) {
 	result, err := q.db.Exec(ctx, orderChargeTakeOver,
 		arg.HolderScope,
