@@ -234,9 +234,9 @@ function drawOrders(orders, audits) {
   const thead = $("orders").tHead;
   thead.replaceChildren(
     el("tr", {}, el("th", { colSpan: 3 }), el("th", { class: "group", colSpan: execKeys.length || 1 }, "executions"),
-      el("th", { class: "group", colSpan: effectKeys.length || 1 }, "effects")),
+      el("th", { class: "group", colSpan: effectKeys.length || 1 }, "effects"), el("th", {})),
     el("tr", {}, el("th", {}, "order"), el("th", {}, "status"), el("th", {}, "amount"),
-      ...execKeys.map(label), ...effectKeys.map(label)));
+      ...execKeys.map(label), ...effectKeys.map(label), el("th", { title: "what orderpaid reconcile settled" }, "reconciled")));
   const rows = orders.map((o, i) => {
     const a = audits[i] || { executions: {}, effects: {}, cleaned: [] };
     const cell = (kind, k) => {
@@ -249,7 +249,8 @@ function drawOrders(orders, audits) {
     return el("tr", { class: o.id === selected ? "selected" : "", "data-order": o.id, onclick: () => { select(o.id); refresh(); } },
       el("td", { class: "id", title: o.id }, o.id.slice(0, 8)), el("td", {}, o.status),
       el("td", {}, (o.amount_cents / 100).toFixed(2) + " " + o.currency),
-      ...execKeys.map((k) => cell("executions", k)), ...effectKeys.map((k) => cell("effects", k)));
+      ...execKeys.map((k) => cell("executions", k)), ...effectKeys.map((k) => cell("effects", k)),
+      el("td", { class: "reconciled" }, (a.reconciled || []).join(", ") || "-"));
   });
   $("orders").tBodies[0].replaceChildren(...rows);
 }
