@@ -33,19 +33,6 @@ type Result struct {
 	Outcome effect.Outcome `json:"outcome"`
 }
 
-// Guards are accept's guarded steps, one field per guard; Guarded holds the
-// guards. The lab (internal/lab/switches) wires a mistake in a field's
-// place; accept calls the field, never a branch.
-type Guards struct {
-	// RecordEvent is the webhook inbox (mistake: RecordEventUnguarded).
-	RecordEvent func(ctx context.Context, q *queries.Queries, ev Event) (effect.Outcome, error)
-	// RecordCharge is the charge record (mistake: RecordChargeUnguarded).
-	RecordCharge func(ctx context.Context, q *queries.Queries, ev Event) error
-}
-
-// Guarded returns accept's guards: production's steps.
-func Guarded() Guards { return Guards{RecordEvent: RecordEvent, RecordCharge: RecordCharge} }
-
 // Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
 // (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
 // nothing is written. A duplicate is not an error: it returns AlreadyApplied.

@@ -1,13 +1,16 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	watermill "github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -23,6 +26,19 @@ type Ingestor struct {
 	// metrics counts signature failures and the inbox's answers (nil: not counted).
 	metrics *telemetry.Metrics
 }
+
+// Guards are accept's guarded steps, one field per guard; Guarded holds the
+// guards. The lab (internal/lab/switches) wires a mistake in a field's
+// place; accept calls the field, never a branch.
+type Guards struct {
+	// RecordEvent is the webhook inbox (mistake: RecordEventUnguarded).
+	RecordEvent func(ctx context.Context, q *queries.Queries, ev Event) (effect.Outcome, error)
+	// RecordCharge is the charge record (mistake: RecordChargeUnguarded).
+	RecordCharge func(ctx context.Context, q *queries.Queries, ev Event) error
+}
+
+// Guarded returns accept's guards: production's steps.
+func Guarded() Guards { return Guards{RecordEvent: RecordEvent, RecordCharge: RecordCharge} }
 
 // NewIngestor returns an Ingestor checking signatures with secret.
 func NewIngestor(pool *pgxpool.Pool, secret []byte) *Ingestor {
