@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/ops/reconcile"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
-	"github.com/orderpaid/orderpaid/internal/reconcile"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 

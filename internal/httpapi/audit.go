@@ -21,7 +21,7 @@ import (
 // Always present, empty when nothing was cleaned.
 //
 // Reconciled names what orderpaid reconcile settled for the order
-// (internal/reconcile): "charge_completed", "charge_released",
+// (internal/ops/reconcile): "charge_completed", "charge_released",
 // "refund_recorded", "confirmation_resent", each once. Always present.
 type Audit struct {
 	OrderID    uuid.UUID        `json:"order_id"`

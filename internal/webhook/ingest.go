@@ -70,7 +70,7 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 // Accept acts on an event the provider sent, once it is verified and
 // parsed: Ingest's second half, and the way in for an event the service
 // learns of by another path than a delivery (orderpaid reconcile reads a
-// charge or a refund from the provider's API, internal/reconcile). Errors:
+// charge or a refund from the provider's API, internal/ops/reconcile). Errors:
 // order.ErrNotFound, ErrAmountMismatch; a second Accept of an event, by any
 // path, answers AlreadyApplied and writes nothing.
 func (in *Ingestor) Accept(ctx context.Context, ev Event) (Result, error) {

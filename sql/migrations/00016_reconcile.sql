@@ -1,6 +1,6 @@
 -- +goose Up
 
--- What orderpaid reconcile settled (internal/reconcile). One row per action,
+-- What orderpaid reconcile settled (internal/ops/reconcile). One row per action,
 -- keyed by what the action settles: two runs at once, or a run repeated,
 -- find the row and settle nothing twice. The audit lists an order's rows
 -- under "reconciled".

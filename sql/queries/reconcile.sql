@@ -1,6 +1,6 @@
 -- name: ReconcileOrders :many
 -- The service's record of every order created in the window, one row each,
--- for orderpaid reconcile (internal/reconcile) to hold against the
+-- for orderpaid reconcile (internal/ops/reconcile) to hold against the
 -- providers'. Every time is the database's: settled_long_ago says the order
 -- has been quiet for the grace period, so what is missing is missing, not in
 -- flight; lease_expired that an attempt is charging past its lease.

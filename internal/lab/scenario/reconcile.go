@@ -12,7 +12,7 @@ import (
 // The guards protect an effect while the code runs; reconcile is what an
 // operator runs afterwards, when nothing is running any more that would
 // finish the job: it holds the service's record against the providers' and
-// settles what is safe (orderpaid reconcile, internal/reconcile). Each
+// settles what is safe (orderpaid reconcile, internal/ops/reconcile). Each
 // scenario leaves a gap no guard closes, shows it with --dry-run, then runs
 // reconcile twice at once.
 

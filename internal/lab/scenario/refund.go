@@ -13,8 +13,8 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/messages"
+	"github.com/orderpaid/orderpaid/internal/ops/reconcile"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
-	"github.com/orderpaid/orderpaid/internal/reconcile"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/lab/fakes"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
+	"github.com/orderpaid/orderpaid/internal/ops/reconcile"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
-	"github.com/orderpaid/orderpaid/internal/reconcile"
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
