@@ -16,7 +16,7 @@ import (
 //     (httpapi, webhook, outbox, consumer, payment, order, ledger, notify, ...);
 //   - internal/platform: what holds the story up (broker, postgres, queries,
 //     config, ...);
-//   - internal/ops: the operator's tools (backfill, reprocess, retention);
+//   - internal/ops: the operator's tools (backfill, reprocess, retention, reconcile);
 //   - internal/lab: the harness (fakes, scenarios, bench, soak, test helpers,
 //     these checks).
 //
