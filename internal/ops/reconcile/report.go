@@ -93,7 +93,7 @@ func (r Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d orders held against the providers: %d findings, %d settled, %d left\n",
+	_, err := fmt.Fprintf(w, "%d order(s) held against the providers: %d finding(s), %d settled, %d left\n",
 		r.Orders, len(r.Findings), len(r.Findings)-r.Left(), r.Left())
 	return err
 }
