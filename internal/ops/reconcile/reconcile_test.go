@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +271,20 @@ func TestRefundNotApplied(t *testing.T) {
 	}
 	if n := outboxed(w, id, "order_refunded"); n != 1 {
 		t.Errorf("order_refunded written %d times, want 1", n)
+	}
+}
+
+// TestProvidersDown: with the providers unreachable reconcile fails, says
+// where it looked, and settles nothing.
+func TestProvidersDown(t *testing.T) {
+	w := newWorld(t)
+	id, _ := w.chargeLost()
+	r := reconcile.New(w.pool, reconcile.NewHTTPProviders("http://127.0.0.1:1", nil), webhook.NewIngestor(w.pool, nil), reconcile.Config{})
+	_, err := r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "GET http://127.0.0.1:1/charges") {
+		t.Fatalf("err = %v, want one naming GET http://127.0.0.1:1/charges", err)
+	}
+	if n := outboxed(w, id, "order_paid"); n != 0 {
+		t.Errorf("order_paid written %d times with the providers down, want 0", n)
 	}
 }
