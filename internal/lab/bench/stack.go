@@ -33,6 +33,12 @@ type StackConfig struct {
 	BatchSize int
 	// Position is the workers' CONSUMER_POSITION ("": the default).
 	Position string
+	// ProvidersURL, when set, is the FAKES_URL of api and workers instead
+	// of the fakes' own address (a proxy in front of the providers), and
+	// WebhookURL where the fakes deliver their webhooks instead of the
+	// api's /webhooks/payments (a proxy in front of the api): the soak's
+	// reconcile mode slows the gateway and loses webhooks there.
+	ProvidersURL, WebhookURL string
 }
 
 // Stack is fakes, api and workers running as child processes.
@@ -47,6 +53,7 @@ type Stack struct {
 	mu      sync.Mutex
 	fakes   *Proc
 	api     *Proc
+	apis    int // api processes started so far, for their names
 	workers []*Proc
 	// metrics are the /metrics URLs of the workers started, in order.
 	metrics []string
@@ -72,7 +79,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"AMQP_URL=" + cmp.Or(cfg.AMQPURL, "amqp://guest:guest@127.0.0.1:5672/"),
 		"NATS_URL=" + cmp.Or(cfg.NATSURL, "nats://127.0.0.1:4222"),
 		"HTTP_ADDR=" + apiAddr, "FAKES_ADDR=" + fakesAddr,
-		"FAKES_URL=" + s.Fakes, "WEBHOOK_URL=" + s.API + "/webhooks/payments",
+		"FAKES_URL=" + cmp.Or(cfg.ProvidersURL, s.Fakes), "WEBHOOK_URL=" + cmp.Or(cfg.WebhookURL, s.API+"/webhooks/payments"),
 		"WEBHOOK_SECRET=" + s.Secret,
 		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
 		"CONSUMER_BATCH_SIZE=" + fmt.Sprint(max(cfg.BatchSize, 1)),
@@ -84,7 +91,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	if !cfg.NoAPI {
-		if s.api, err = s.start(ctx, "api", "api listening on", nil, "api", "--without", cfg.Without); err != nil {
+		if _, err = s.RestartAPI(ctx); err != nil {
 			return nil, errors.Join(err, s.Stop())
 		}
 	}
@@ -94,6 +101,38 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		}
 	}
 	return s, nil
+}
+
+// RestartAPI starts an `orderpaid api` on the api's address and waits until
+// it listens: the first one, or a new one once the last has exited (the
+// soak SIGKILLs it). Each has a log of its own: api.log, api2.log, ...
+func (s *Stack) RestartAPI(ctx context.Context) (*Proc, error) {
+	s.mu.Lock()
+	last := s.api
+	s.apis++
+	name := "api"
+	if s.apis > 1 {
+		name = fmt.Sprintf("api%d", s.apis)
+	}
+	s.mu.Unlock()
+	if last != nil && !last.Exited() {
+		return nil, fmt.Errorf("start %s: %s still runs on %s", name, last.Name, s.API)
+	}
+	p, err := s.start(ctx, name, "api listening on", nil, "api", "--without", s.cfg.Without)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.api = p
+	return p, nil
+}
+
+// APIProc returns the api process started last (nil with NoAPI).
+func (s *Stack) APIProc() *Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.api
 }
 
 // StartWorker starts one more `orderpaid worker` (with its /metrics on a
@@ -147,7 +186,7 @@ func (s *Stack) Workers() []*Proc {
 // Procs returns every process started: fakes, api, then the workers.
 func (s *Stack) Procs() []*Proc {
 	var out []*Proc
-	for _, p := range []*Proc{s.fakes, s.api} {
+	for _, p := range []*Proc{s.fakes, s.APIProc()} {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -163,7 +202,7 @@ func (s *Stack) Stop() error {
 	for _, w := range s.Workers() {
 		errs = append(errs, w.Stop(30*time.Second))
 	}
-	for _, p := range []*Proc{s.api, s.fakes} {
+	for _, p := range []*Proc{s.APIProc(), s.fakes} {
 		if p != nil {
 			errs = append(errs, p.Stop(30*time.Second))
 		}
