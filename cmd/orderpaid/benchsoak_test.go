@@ -26,6 +26,11 @@ func TestBenchAndSoakCommandLine(t *testing.T) {
 		{[]string{"soak", "--without", "seatbelt"}, `unknown guard "seatbelt"`},
 		{[]string{"soak", "--batch", "10", "--position", "with-effects"}, "needs BROKER=postgres"},
 		{[]string{"soak", "--broker", "postgres", "--position", "with-effects"}, "needs CONSUMER_BATCH_SIZE above 1"},
+		{[]string{"soak", "--grace", "2s"}, "--grace: only with --reconcile"},
+		{[]string{"soak", "--reconcile", "--duplicates", "0.5"}, "--duplicates does not apply with --reconcile"},
+		{[]string{"soak", "--reconcile", "--without", "inbox"}, "--without does not apply with --reconcile"},
+		{[]string{"soak", "--reconcile", "--drop-webhooks", "1"}, "--drop-webhooks 1"},
+		{[]string{"soak", "--reconcile", "--gateway-delay", "0s"}, "--gateway-delay must be positive"},
 	} {
 		err := run(context.Background(), append([]string{"orderpaid"}, tt.args...), getenv, &strings.Builder{}, &strings.Builder{})
 		var ue usageError

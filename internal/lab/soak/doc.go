@@ -22,4 +22,19 @@
 // at the provider, the poison queue empty, the outbox drained, nothing lost.
 // Report.Print writes one screen; `orderpaid soak` exits non-zero on any
 // violation.
+//
+// The reconcile soak (RunReconcile, `orderpaid soak --reconcile`) holds
+// `orderpaid reconcile` (internal/ops/reconcile) to what it promises beside
+// live traffic. Customers pay orders through the api, each under an
+// Idempotency-Key of its own, while the api is SIGKILLed every few seconds
+// and started again; two proxies in the soak's process (proxies.go) slow
+// the way to the gateway, so that a kill leaves attempts the gateway never
+// saw and charges whose answer nobody stored, and lose a share of the
+// gateway's payment.succeeded webhooks. Some customers give up after no
+// answer; the others retry with the same key and wait out the lease. Two
+// reconcile run at once, as child processes, every few seconds and after
+// the load; then the soak checks that every charge was paid once, nothing
+// is left charging past its lease, each charge reconcile completed was
+// completed once, the audit's charges are the gateway's, and a last
+// reconcile finds nothing and exits 0.
 package soak
