@@ -48,10 +48,10 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 	err := run(context.Background(), []string{"orderpaid", "api"}, func(k string) string {
-		return map[string]string{"BROKER": "kafka"}[k]
+		return map[string]string{"BROKER": "sqs"}[k]
 	}, &strings.Builder{}, &strings.Builder{})
 	if !strings.Contains(errString(err), "BROKER") {
-		t.Errorf("BROKER=kafka: err = %v, want one naming BROKER", err)
+		t.Errorf("BROKER=sqs: err = %v, want one naming BROKER", err)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 // Broker is one connection to the configured broker.
 type Broker struct {
-	// Name is postgres, amqp or nats.
+	// Name is postgres, amqp, nats or kafka.
 	Name string
 	// Publisher publishes to the broker (the relay's output).
 	Publisher message.Publisher
@@ -51,8 +51,10 @@ func New(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, logger wate
 		b, err = newAMQP(ctx, cfg.AMQPURL, logger)
 	case config.BrokerNATS:
 		b, err = newNATS(ctx, cfg.NATSURL, logger)
+	case config.BrokerKafka:
+		b, err = newKafka(ctx, cfg.KafkaBrokers, logger)
 	default:
-		return nil, fmt.Errorf("unknown broker %q: want postgres, amqp or nats", cfg.Broker)
+		return nil, fmt.Errorf("unknown broker %q: want postgres, amqp, nats or kafka", cfg.Broker)
 	}
 	if err != nil {
 		return nil, err

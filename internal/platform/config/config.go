@@ -50,21 +50,33 @@ const (
 	BrokerPostgres = "postgres"
 	BrokerAMQP     = "amqp"
 	BrokerNATS     = "nats"
+	BrokerKafka    = "kafka"
 )
+
+// DefaultKafkaBrokers is KAFKA_BROKERS when it is not set.
+const DefaultKafkaBrokers = "localhost:9092"
 
 // Config is every setting the process reads from its environment.
 type Config struct {
-	DatabaseURL   string // DATABASE_URL
-	Broker        string // BROKER: postgres, amqp or nats
-	BrokerPrefix  string // BROKER_PREFIX: prefix of every topic on the broker (default none)
-	AMQPURL       string // AMQP_URL
-	NATSURL       string // NATS_URL
-	HTTPAddr      string // HTTP_ADDR: the API listens here (default DefaultHTTPAddr; DevHTTPAddr in a dev run)
-	FakesAddr     string // FAKES_ADDR: orderpaid fakes listens here (default DevFakesAddr)
-	FakesURL      string // FAKES_URL: where api and worker reach the fakes
-	WebhookURL    string // WEBHOOK_URL: where the fake gateway delivers webhooks
-	WebhookSecret string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
-	Dev           bool   // ORDERPAID_DEV=1: a development, workshop or test run
+	DatabaseURL  string // DATABASE_URL
+	Broker       string // BROKER: postgres, amqp, nats or kafka
+	BrokerPrefix string // BROKER_PREFIX: prefix of every topic on the broker (default none)
+	AMQPURL      string // AMQP_URL
+	NATSURL      string // NATS_URL
+	// KafkaBrokers is KAFKA_BROKERS split at its commas: the host:port of
+	// one or more Kafka brokers, where the client starts (default
+	// DefaultKafkaBrokers).
+	KafkaBrokers []string
+	// KafkaBrokersSet: KAFKA_BROKERS is set. A worker on another broker
+	// looks for messages left on Kafka only then: most deployments never
+	// ran one, and none should wait for a Kafka at the default address.
+	KafkaBrokersSet bool
+	HTTPAddr        string // HTTP_ADDR: the API listens here (default DefaultHTTPAddr; DevHTTPAddr in a dev run)
+	FakesAddr       string // FAKES_ADDR: orderpaid fakes listens here (default DevFakesAddr)
+	FakesURL        string // FAKES_URL: where api and worker reach the fakes
+	WebhookURL      string // WEBHOOK_URL: where the fake gateway delivers webhooks
+	WebhookSecret   string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
+	Dev             bool   // ORDERPAID_DEV=1: a development, workshop or test run
 	// MetricsAddr is where `orderpaid worker` serves GET /metrics
 	// (METRICS_ADDR, e.g. :9090; default none). The api serves /metrics on
 	// HTTP_ADDR, and `all` there too.
@@ -103,7 +115,7 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 // Variables lists every environment variable Load reads (OTEL_* are read by
 // the OpenTelemetry SDK itself). The compose file test checks against it.
 var Variables = []string{
-	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "HTTP_ADDR", "FAKES_ADDR",
+	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "KAFKA_BROKERS", "HTTP_ADDR", "FAKES_ADDR",
 	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
 	"CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
 }
@@ -112,18 +124,19 @@ var Variables = []string{
 // it. The error names the variable at fault and what to do about it.
 func Load(getenv func(string) string) (Config, error) {
 	cfg := Config{
-		DatabaseURL:   cmp.Or(getenv("DATABASE_URL"), "postgres://postgres@localhost:5432/postgres?sslmode=disable"),
-		Broker:        cmp.Or(getenv("BROKER"), BrokerPostgres),
-		BrokerPrefix:  getenv("BROKER_PREFIX"),
-		AMQPURL:       cmp.Or(getenv("AMQP_URL"), "amqp://guest:guest@localhost:5672/"),
-		NATSURL:       cmp.Or(getenv("NATS_URL"), "nats://localhost:4222"),
-		HTTPAddr:      cmp.Or(getenv("HTTP_ADDR"), DefaultHTTPAddr),
-		httpAddrSet:   getenv("HTTP_ADDR") != "",
-		FakesAddr:     cmp.Or(getenv("FAKES_ADDR"), DevFakesAddr),
-		FakesURL:      cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
-		WebhookURL:    cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
-		WebhookSecret: getenv("WEBHOOK_SECRET"),
-		MetricsAddr:   getenv("METRICS_ADDR"),
+		DatabaseURL:     cmp.Or(getenv("DATABASE_URL"), "postgres://postgres@localhost:5432/postgres?sslmode=disable"),
+		Broker:          cmp.Or(getenv("BROKER"), BrokerPostgres),
+		BrokerPrefix:    getenv("BROKER_PREFIX"),
+		AMQPURL:         cmp.Or(getenv("AMQP_URL"), "amqp://guest:guest@localhost:5672/"),
+		NATSURL:         cmp.Or(getenv("NATS_URL"), "nats://localhost:4222"),
+		KafkaBrokersSet: getenv("KAFKA_BROKERS") != "",
+		HTTPAddr:        cmp.Or(getenv("HTTP_ADDR"), DefaultHTTPAddr),
+		httpAddrSet:     getenv("HTTP_ADDR") != "",
+		FakesAddr:       cmp.Or(getenv("FAKES_ADDR"), DevFakesAddr),
+		FakesURL:        cmp.Or(getenv("FAKES_URL"), "http://localhost:8081"),
+		WebhookURL:      cmp.Or(getenv("WEBHOOK_URL"), "http://localhost:8080/webhooks/payments"),
+		WebhookSecret:   getenv("WEBHOOK_SECRET"),
+		MetricsAddr:     getenv("METRICS_ADDR"),
 	}
 	switch getenv(DevVariable) {
 	case "":
@@ -142,9 +155,12 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	switch cfg.Broker {
-	case BrokerPostgres, BrokerAMQP, BrokerNATS:
+	case BrokerPostgres, BrokerAMQP, BrokerNATS, BrokerKafka:
 	default:
-		return Config{}, fmt.Errorf("BROKER=%q: want postgres, amqp or nats", cfg.Broker)
+		return Config{}, fmt.Errorf("BROKER=%q: want postgres, amqp, nats or kafka", cfg.Broker)
+	}
+	if cfg.KafkaBrokers, err = kafkaBrokers(cmp.Or(getenv("KAFKA_BROKERS"), DefaultKafkaBrokers)); err != nil {
+		return Config{}, err
 	}
 	switch cfg.ConsumerPosition = cmp.Or(getenv("CONSUMER_POSITION"), PositionSeparate); {
 	case cfg.ConsumerPosition == PositionSeparate:
@@ -193,6 +209,22 @@ func batchSize(v string) (int, error) {
 		return 0, fmt.Errorf("CONSUMER_BATCH_SIZE=%q: want a whole number from 1 to %d (1, the default, is one message per transaction)", v, MaxConsumerBatchSize)
 	}
 	return n, nil
+}
+
+// kafkaBrokers parses KAFKA_BROKERS: host:port entries separated by
+// commas (spaces around them are ignored).
+func kafkaBrokers(v string) ([]string, error) {
+	var brokers []string
+	for entry := range strings.SplitSeq(v, ",") {
+		entry = strings.TrimSpace(entry)
+		host, port, err := net.SplitHostPort(entry)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("KAFKA_BROKERS=%q: %q is not host:port; want a comma-separated list such as %s or kafka1:9092,kafka2:9092",
+				v, entry, DefaultKafkaBrokers)
+		}
+		brokers = append(brokers, entry)
+	}
+	return brokers, nil
 }
 
 // Kinds of webhook secret, as WebhookSecretFor reports them (for the log: the

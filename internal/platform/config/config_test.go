@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ func TestLoad(t *testing.T) {
 	}{
 		{"defaults", nil, ""},
 		{"every broker", map[string]string{"BROKER": "nats", "BROKER_PREFIX": "t_1"}, ""},
-		{"unknown broker", map[string]string{"BROKER": "kafka"}, "BROKER"},
+		{"kafka", map[string]string{"BROKER": "kafka", "KAFKA_BROKERS": "k1:9092,k2:9093"}, ""},
+		{"unknown broker", map[string]string{"BROKER": "sqs"}, "BROKER"},
 		{"bad prefix", map[string]string{"BROKER_PREFIX": "Has.Dots"}, "BROKER_PREFIX"},
 		{"bad URL", map[string]string{"FAKES_URL": "localhost"}, "FAKES_URL"},
 		{"bad duration", map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT"},
@@ -38,6 +40,43 @@ func TestLoad(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Load error = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// KAFKA_BROKERS is a comma list of host:port, localhost:9092 unless set;
+// anything else is refused naming the variable and the entry at fault.
+func TestKafkaBrokers(t *testing.T) {
+	for _, tt := range []struct {
+		value   string
+		want    []string
+		wantSet bool
+		wantErr string
+	}{
+		{"", []string{"localhost:9092"}, false, ""},
+		{"kafka:9092", []string{"kafka:9092"}, true, ""},
+		{"k1:9092, k2:19092 ,127.0.0.1:9094", []string{"k1:9092", "k2:19092", "127.0.0.1:9094"}, true, ""},
+		{"[::1]:9092", []string{"[::1]:9092"}, true, ""},
+		{"kafka", nil, false, `"kafka" is not host:port`},
+		{"k1:9092,", nil, false, `"" is not host:port`},
+		{":9092", nil, false, `":9092" is not host:port`},
+		{"k1:port", nil, false, `"k1:port" is not host:port`},
+		{"kafka://k1:9092", nil, false, "is not host:port"},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			cfg, err := config.Load(func(k string) string { return map[string]string{"KAFKA_BROKERS": tt.value}[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "KAFKA_BROKERS") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load error = %v, want one naming KAFKA_BROKERS and %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.KafkaBrokers, tt.want) || cfg.KafkaBrokersSet != tt.wantSet {
+				t.Errorf("KafkaBrokers %q (set %v), want %q (set %v)", cfg.KafkaBrokers, cfg.KafkaBrokersSet, tt.want, tt.wantSet)
 			}
 		})
 	}

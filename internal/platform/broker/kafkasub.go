@@ -1,0 +1,246 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Settings of the Kafka subscriber.
+const (
+	// kafkaPollRecords is how many records the per-message subscriber
+	// takes from the client at a time. It hands them out one by one; a
+	// rebalance waits until they are all settled, or until the next one is
+	// about to be handed out (see kafkaSubscriber).
+	kafkaPollRecords = 16
+	// kafkaNackResendSleep is the wait before a nacked record is fetched
+	// again, as watermill-kafka's NackResendSleep.
+	kafkaNackResendSleep = 100 * time.Millisecond
+)
+
+// kafkaSubscriber is the per-message subscriber of one consumer group. Each
+// Subscribe joins the group <topic>_<group> (KafkaGroup) as a member with a
+// client of its own, and hands its records out one at a time, in the order
+// of each partition, waiting for each message's ack or nack:
+//
+//   - ack: the record's offset is committed (synchronously, one commit per
+//     message, as the other brokers ack each one) before the next record is
+//     handed out. A commit is the group's position: a member that dies
+//     after the effects and before the commit has its record read again by
+//     the partition's next owner, and the guards answer already_applied.
+//   - nack: the subscriber seeks back: every partition of the poll is set
+//     (SetOffsets) to its first record not yet acked, and polled again
+//     after kafkaNackResendSleep. The nacked record comes again, first in
+//     its partition; nothing after it is skipped.
+//   - Close (or ctx ending) with a message in hand: it is not committed; the
+//     member leaves the group and the partition's next owner reads it again.
+//
+// Rebalances (a member joins or leaves): the client holds a rebalance while
+// the records of a poll are in hand (BlockRebalanceOnPoll), so no commit
+// ever lands for a partition this member no longer owns. When a rebalance
+// is waiting, the subscriber seeks back the records it has not handed out
+// yet and lets it run after the current message is settled.
+type kafkaSubscriber struct {
+	brokers []string
+	group   string
+	topics  *kafkaTopics
+	logger  watermill.LoggerAdapter
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	members   sync.WaitGroup
+}
+
+func newKafkaSubscriber(brokers []string, group string, topics *kafkaTopics, logger watermill.LoggerAdapter) *kafkaSubscriber {
+	return &kafkaSubscriber{brokers: brokers, group: group, topics: topics, logger: logger, closing: make(chan struct{})}
+}
+
+// Subscribe creates topic unless it exists and joins its group. The
+// channel closes when ctx ends or the subscriber closes.
+func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	select {
+	case <-s.closing:
+		return nil, errors.New("subscriber closed")
+	default:
+	}
+	if err := s.topics.ensure(topic); err != nil {
+		return nil, err
+	}
+	m := &kafkaMember{
+		group:  KafkaGroup(topic, s.group),
+		logger: s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": KafkaGroup(topic, s.group)}),
+	}
+	cl, err := kafkaGroupClient(s.brokers, topic, m.group, &m.rebalanceWaits)
+	if err != nil {
+		return nil, err
+	}
+	m.cl = cl
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan *message.Message)
+	s.members.Add(2)
+	go func() {
+		defer s.members.Done()
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		defer s.members.Done()
+		defer close(out)
+		defer cl.Close() // leaves the group: its partitions move at once
+		defer cancel()
+		m.run(ctx, out)
+	}()
+	return out, nil
+}
+
+// Close ends every subscription: a message in hand is left uncommitted,
+// acks already given are committed first.
+func (s *kafkaSubscriber) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.members.Wait()
+	return nil
+}
+
+// kafkaMember is one Subscribe's member of its group.
+type kafkaMember struct {
+	cl     *kgo.Client
+	group  string
+	logger watermill.LoggerAdapter
+	// rebalanceWaits is set when a rebalance waits for this member to let
+	// go of the records it holds (kgo.OnPartitionsCallbackBlocked).
+	rebalanceWaits atomic.Bool
+}
+
+// run polls and hands out until ctx ends.
+func (m *kafkaMember) run(ctx context.Context, out chan<- *message.Message) {
+	for ctx.Err() == nil {
+		fetches := m.cl.PollRecords(ctx, kafkaPollRecords)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			m.cl.AllowRebalance()
+			return
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			m.logger.Error("Kafka fetch failed; the client retries", err, watermill.LogFields{"partition": partition})
+		})
+		nacked := m.handOut(ctx, fetches.Records(), out)
+		m.cl.AllowRebalance()
+		if nacked {
+			select {
+			case <-ctx.Done():
+			case <-time.After(kafkaNackResendSleep):
+			}
+		}
+	}
+}
+
+// handOut hands records out one at a time and commits each one acked. It
+// returns whether one was nacked.
+func (m *kafkaMember) handOut(ctx context.Context, records []*kgo.Record, out chan<- *message.Message) (nacked bool) {
+	for i, r := range records {
+		msg := kafkaMessage(r)
+		msgCtx, cancel := context.WithCancel(ctx)
+		msg.SetContext(msgCtx)
+		acked, stopped := deliver(ctx, msg, out)
+		cancel()
+		switch {
+		case stopped:
+			return false // uncommitted: the partition's next owner reads it again
+		case !acked:
+			rewind(m.cl, records[i:])
+			return true
+		}
+		// The ack is given: commit it even if the subscriber is closing now.
+		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kafkaTimeout)
+		err := m.cl.CommitRecords(commitCtx, r)
+		cancel()
+		if err != nil {
+			// Read again later by this group, which the guards absorb.
+			m.logger.Error("Kafka offset commit failed: the message will be delivered again", err,
+				watermill.LogFields{"partition": r.Partition, "offset": r.Offset, "message_uuid": msg.UUID})
+		}
+		if m.rebalanceWaits.Swap(false) && i+1 < len(records) {
+			rewind(m.cl, records[i+1:]) // let the rebalance run now
+			return false
+		}
+	}
+	return false
+}
+
+// deliver hands msg to out and waits for its ack or nack. stopped: ctx
+// ended first (an ack given by then still counts).
+func deliver(ctx context.Context, msg *message.Message, out chan<- *message.Message) (acked, stopped bool) {
+	select {
+	case out <- msg:
+	case <-ctx.Done():
+		return false, true
+	}
+	select {
+	case <-msg.Acked():
+		return true, false
+	case <-msg.Nacked():
+		return false, false
+	case <-ctx.Done():
+		select {
+		case <-msg.Acked():
+			return true, false
+		default:
+			return false, true
+		}
+	}
+}
+
+// rewind sets each partition of records back to its first record there,
+// so that the next poll reads them again, in order. records are a poll's
+// tail: within a partition, in offset order. SetOffsets drops what the
+// client had fetched beyond them; it fetches it again.
+func rewind(cl *kgo.Client, records []*kgo.Record) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, r := range records {
+		if offsets[r.Topic] == nil {
+			offsets[r.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if _, seen := offsets[r.Topic][r.Partition]; !seen {
+			offsets[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: -1, Offset: r.Offset} // -1: no epoch check
+		}
+	}
+	cl.SetOffsets(offsets)
+}
+
+// kafkaGroupClient is a client that joins group as a consumer of topic:
+// offsets committed by the caller only (DisableAutoCommit), a new group
+// starting at the first record kept (AtStart), a rebalance held while
+// polled records are in hand (BlockRebalanceOnPoll: the caller calls
+// AllowRebalance when they are settled). rebalanceWaits, if not nil, is set
+// when a rebalance is held.
+func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *atomic.Bool) (*kgo.Client, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ClientID("orderpaid"),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(kafkaSessionTimeout),
+		kgo.HeartbeatInterval(kafkaHeartbeat),
+		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
+	}
+	if rebalanceWaits != nil {
+		opts = append(opts, kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { rebalanceWaits.Store(true) }))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create Kafka consumer of %s in group %s: %w", topic, group, err)
+	}
+	return cl, nil
+}
