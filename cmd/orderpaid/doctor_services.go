@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
@@ -152,15 +154,35 @@ func passwordFix(cc *pgx.ConnConfig) string {
 
 // checkBroker connects to the broker BROKER names: nothing for postgres
 // (the database is the broker), RabbitMQ at AMQP_URL, NATS at NATS_URL with
-// JetStream enabled.
+// JetStream enabled, Kafka at KAFKA_BROKERS.
 func checkBroker(ctx context.Context, cfg config.Config, timeout time.Duration) checkResult {
 	switch cfg.Broker {
 	case config.BrokerAMQP:
 		return checkAMQP(cfg.AMQPURL, timeout)
 	case config.BrokerNATS:
 		return checkNATS(ctx, cfg.NATSURL, timeout)
+	case config.BrokerKafka:
+		return checkKafka(ctx, cfg.KafkaBrokers, timeout)
 	}
-	return ok("broker", "postgres: the database above carries the messages too, nothing else to run (BROKER=amqp or nats for the others)")
+	return ok("broker", "postgres: the database above carries the messages too, nothing else to run (BROKER=amqp, nats or kafka for the others)")
+}
+
+// checkKafka asks the cluster at KAFKA_BROKERS for its brokers, as the
+// worker's first contact does.
+func checkKafka(ctx context.Context, brokers []string, timeout time.Duration) checkResult {
+	where := strings.Join(brokers, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("orderpaid doctor"), kgo.DialTimeout(timeout))
+	if err != nil {
+		return fail("broker", "KAFKA_BROKERS %s: %v", where, err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return fail("broker", "cannot reach Kafka at %s (%v): is it running? set KAFKA_BROKERS to your cluster's host:port list, or BROKER=postgres", where, err)
+	}
+	return ok("broker", "kafka: %d broker(s) in cluster %s, reached at %s", len(m.Brokers), m.Cluster, where)
 }
 
 func checkAMQP(url string, timeout time.Duration) checkResult {

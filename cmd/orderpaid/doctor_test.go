@@ -138,8 +138,10 @@ func TestDoctorFails(t *testing.T) {
 			"broker", []string{"cannot reach RabbitMQ", "rabbitmq-server", "AMQP_URL"}},
 		{"NATS down", map[string]string{"BROKER": "nats", "NATS_URL": "nats://" + closed},
 			"broker", []string{"cannot reach NATS", "nats-server -js", "NATS_URL"}},
-		{"bad variable", map[string]string{"BROKER": "kafka"},
-			"configuration", []string{"BROKER", "postgres, amqp or nats"}},
+		{"Kafka down", map[string]string{"BROKER": "kafka", "KAFKA_BROKERS": closed},
+			"broker", []string{"cannot reach Kafka", closed, "KAFKA_BROKERS"}},
+		{"bad variable", map[string]string{"BROKER": "sqs"},
+			"configuration", []string{"BROKER", "postgres, amqp, nats or kafka"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

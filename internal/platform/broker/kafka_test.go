@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
@@ -413,5 +415,48 @@ func eventually(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("not within 10s: %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A worker on another broker refuses to start while a Kafka consumer group
+// of its own has not committed everything, and says how many and where;
+// once the group has read them it starts. Kafka is checked only when
+// KAFKA_BROKERS is set: without it the worker never dials the default
+// address.
+func TestKafkaRefuseStrandedMessages(t *testing.T) {
+	t.Parallel()
+	brokers := kafkaBrokers(t)
+	prefix := "s" + tempdb.RandomHex(4) + "_"
+	bb := kafkaSetup(t, brokers, prefix)
+	bb.provision(t, "worker")
+	bb.publish(t, 3)
+	pool, _ := pgtest.NewDatabase(t)
+	groups := map[string]string{bb.topic: "worker"}
+	var log strings.Builder
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	cfg := config.Config{Broker: config.BrokerNATS, BrokerPrefix: prefix, KafkaBrokers: brokers, KafkaBrokersSet: true}
+
+	err := broker.RefuseStrandedMessages(t.Context(), cfg, pool, groups, false, logger)
+	group := broker.KafkaGroup(prefix+bb.topic, "worker")
+	for _, want := range []string{"BROKER=nats", "Kafka's consumer groups", "hold 3 message(s)", "3 in group " + group, "BROKER=kafka orderpaid worker", "KAFKA_BROKERS"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+
+	_, ch := bb.subscribe(t, t.Context(), "worker")
+	for range 3 {
+		receive(t, ch).Ack()
+	}
+	if err := broker.RefuseStrandedMessages(t.Context(), cfg, pool, groups, false, logger); err != nil {
+		t.Errorf("after the group read everything: %v", err)
+	}
+
+	cfg.KafkaBrokers, cfg.KafkaBrokersSet = []string{"127.0.0.1:1"}, false
+	if err := broker.RefuseStrandedMessages(t.Context(), cfg, pool, groups, false, logger); err != nil {
+		t.Errorf("KAFKA_BROKERS not set: %v", err)
+	}
+	if strings.Contains(log.String(), "broker=kafka") {
+		t.Errorf("KAFKA_BROKERS not set, and the worker looked for Kafka:\n%s", log.String())
 	}
 }

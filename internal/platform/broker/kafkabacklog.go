@@ -66,6 +66,9 @@ func kafkaUnread(ctx context.Context, admin *kadm.Client, topic, group string) (
 	if err == nil {
 		err = committed.Error()
 	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = nil, nil // no member ever joined: it would start at the first record
+	}
 	if err != nil {
 		return 0, fmt.Errorf("fetch the offsets of Kafka group %s: %w", group, err)
 	}

@@ -95,7 +95,8 @@ func unreadBy(ctx context.Context, pool *pgxpool.Pool, topic, group string) (int
 // amqp). The error names the count, where they are and how to drain them.
 //
 // RabbitMQ and NATS are checked at cfg.AMQPURL and cfg.NATSURL (their
-// defaults when unset); one that cannot be reached within checkTimeout is
+// defaults when unset), Kafka's consumer groups at cfg.KafkaBrokers only
+// when KAFKA_BROKERS is set; one that cannot be reached within checkTimeout is
 // not checked, which the Info line says: a deployment that never ran it
 // does not need it to start. With abandon (--abandon-postgres-backlog) the
 // postgres broker's unread messages are logged at WARN level and the worker
@@ -103,7 +104,11 @@ func unreadBy(ctx context.Context, pool *pgxpool.Pool, topic, group string) (int
 // or NATS are given up with the broker's own tool (the error says which).
 func RefuseStrandedMessages(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, groups map[string]string, abandon bool, logger *slog.Logger) error {
 	var refusals []error
-	for _, other := range []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS} {
+	others := []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS}
+	if cfg.KafkaBrokersSet {
+		others = append(others, config.BrokerKafka) // never at the default address: see Config.KafkaBrokersSet
+	}
+	for _, other := range others {
 		if other == cfg.Broker {
 			continue // this worker reads them itself
 		}
@@ -167,6 +172,13 @@ func strandedOn(ctx context.Context, broker string, cfg config.Config, pool *pgx
 			giveUp: "purge those queues to lose them (rabbitmqctl purge_queue NAME)"}
 		backlog, err = AMQPBacklog(ctx, cfg.AMQPURL, cfg.BrokerPrefix, groups)
 		place = func(topic, group string) string { return "queue " + AMQPQueue(cfg.BrokerPrefix+topic, group) }
+	case config.BrokerKafka:
+		s = stranded{where: "Kafka's consumer groups at " + strings.Join(cfg.KafkaBrokers, ","), sameURL: ", KAFKA_BROKERS",
+			giveUp: "move those groups' offsets to the end to lose them (kafka-consumer-groups.sh --reset-offsets --to-latest --execute --group NAME --all-topics)"}
+		backlog, err = KafkaBacklog(ctx, cfg.KafkaBrokers, cfg.BrokerPrefix, groups)
+		place = func(topic, group string) string {
+			return "group " + KafkaGroup(cfg.BrokerPrefix+topic, group) + " of topic " + cfg.BrokerPrefix + topic
+		}
 	case config.BrokerNATS:
 		s = stranded{where: "NATS JetStream's consumers at " + config.RedactURL(cfg.NATSURL), url: cfg.NATSURL, sameURL: ", NATS_URL",
 			giveUp: "purge those streams to lose them (nats stream purge NAME)"}
