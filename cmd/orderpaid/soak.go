@@ -125,7 +125,7 @@ func reconcileFlags(fs *flag.FlagSet) soakReconcileFlags {
 		giveUp:       fs.Float64("give-up", 0.5, "with --reconcile: share of customers who never retry a payment that got no answer (0 to 1)"),
 		grace:        fs.Duration("grace", 2*time.Second, "with --reconcile: reconcile's --grace"),
 		every:        fs.Duration("reconcile-every", 6*time.Second, "with --reconcile: run two reconcile at once this often during the load"),
-		gatewayDelay: fs.Duration("gateway-delay", 150*time.Millisecond, "with --reconcile: how long a charge takes to reach the gateway, and its answer to come back"),
+		gatewayDelay: fs.Duration("gateway-delay", 200*time.Millisecond, "with --reconcile: how long a charge takes to reach the gateway, and its answer to come back"),
 		only:         []string{"drop-webhooks", "give-up", "grace", "reconcile-every", "gateway-delay"},
 		notWith:      []string{"duplicates", "refunds", "batch", "position", "restart-every", "restart-postgres", "restart-rabbitmq", "without"},
 	}

@@ -37,7 +37,7 @@ type ReconcileConfig struct {
 	// again, while orders are being paid (default 3s).
 	KillEvery time.Duration
 	// GatewayDelay is how long a charge takes on its way to the gateway and
-	// again on its way back (default 150ms): the windows in which a kill
+	// again on its way back (default 200ms): the windows in which a kill
 	// leaves an attempt the gateway never saw, or a charge whose answer
 	// nobody stored.
 	GatewayDelay time.Duration
@@ -64,7 +64,7 @@ func (c ReconcileConfig) withDefaults() ReconcileConfig {
 	c.Rate = cmp.Or(c.Rate, 25)
 	c.Workers = cmp.Or(c.Workers, 2)
 	c.KillEvery = cmp.Or(c.KillEvery, 3*time.Second)
-	c.GatewayDelay = cmp.Or(c.GatewayDelay, 150*time.Millisecond)
+	c.GatewayDelay = cmp.Or(c.GatewayDelay, 200*time.Millisecond)
 	c.DropWebhooks = cmp.Or(c.DropWebhooks, 0.1)
 	c.GiveUp = cmp.Or(c.GiveUp, 0.5)
 	c.Grace = cmp.Or(c.Grace, 2*time.Second)

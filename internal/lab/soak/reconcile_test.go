@@ -32,7 +32,7 @@ func TestReconcileSoak(t *testing.T) {
 	}
 	rep, err := soak.RunReconcile(t.Context(), soak.ReconcileConfig{
 		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
-		Orders: 1000, Workers: 1, GatewayDelay: 200 * time.Millisecond,
+		Orders: 1000, Workers: 1,
 		SettleTimeout: 2 * time.Minute, KeepOnFailure: true, Progress: logWriter{t},
 	})
 	if err != nil {
