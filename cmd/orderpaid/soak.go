@@ -121,8 +121,8 @@ func reconcileFlags(fs *flag.FlagSet) soakReconcileFlags {
 	return soakReconcileFlags{
 		on: fs.Bool("reconcile", false, "the reconcile soak: customers pay orders through the api (POST /orders/{id}/payments) while the api is SIGKILLed, "+
 			"a share of the webhooks never arrives, and two orderpaid reconcile processes run at once during the load and after it; the last run must find nothing"),
-		dropWebhooks: fs.Float64("drop-webhooks", 0.1, "with --reconcile: share of payment.succeeded webhooks that never arrive (0 to 1)"),
-		giveUp:       fs.Float64("give-up", 0.5, "with --reconcile: share of customers who never retry a payment that got no answer (0 to 1)"),
+		dropWebhooks: fs.Float64("drop-webhooks", 0.1, "with --reconcile: share of payment.succeeded webhooks that never arrive (above 0, below 1)"),
+		giveUp:       fs.Float64("give-up", 0.5, "with --reconcile: share of customers who never retry a payment that got no answer (above 0, up to 1)"),
 		grace:        fs.Duration("grace", 2*time.Second, "with --reconcile: reconcile's --grace"),
 		every:        fs.Duration("reconcile-every", 6*time.Second, "with --reconcile: run two reconcile at once this often during the load"),
 		gatewayDelay: fs.Duration("gateway-delay", 200*time.Millisecond, "with --reconcile: how long a charge takes to reach the gateway, and its answer to come back"),
