@@ -29,6 +29,11 @@ CREATE TABLE reconcile_actions (
 );
 CREATE INDEX reconcile_actions_order_id ON reconcile_actions (order_id);
 
+-- Reconcile asks, per order, whether the provider's payment.succeeded was
+-- accepted already (then the flow has the charge, and a late order is only
+-- late): by order id, as every other per-order read.
+CREATE INDEX webhook_inbox_order_id ON webhook_inbox (order_id);
+
 -- released: an attempt reconcile gave back (the gateway had no charge under
 -- its key): the next request takes it over with the same attempt, and so
 -- the same gateway key, as it takes over a charging attempt whose lease
@@ -42,4 +47,5 @@ UPDATE order_charges SET state = 'charging' WHERE state = 'released';
 ALTER TABLE order_charges DROP CONSTRAINT order_charges_state_check;
 ALTER TABLE order_charges ADD CONSTRAINT order_charges_state_check
     CHECK (state IN ('charging', 'charged', 'refused'));
+DROP INDEX webhook_inbox_order_id;
 DROP TABLE reconcile_actions;

@@ -136,7 +136,7 @@ func compare(o queries.ReconcileOrdersRow, t theirs) []Finding {
 	case len(t.charges) > 1:
 		add(ChargedTwice, fmt.Sprintf("the gateway holds %d charges of the order (%s and %s): refund one in its dashboard",
 			len(t.charges), t.charges[0].ID, t.charges[1].ID), nil)
-	case len(t.charges) == 1 && o.Status == order.StatusPending && (stuck || o.SettledLongAgo):
+	case len(t.charges) == 1 && o.Status == order.StatusPending && !o.PaymentAccepted && (stuck || o.SettledLongAgo):
 		c := t.charges[0]
 		add(ChargeNotApplied, fmt.Sprintf("the gateway charged %d cents (%s, key %s); the order is still pending", c.AmountCents, c.ID, c.IdempotencyKey),
 			completeCharge(o, c))

@@ -288,3 +288,18 @@ func TestProvidersDown(t *testing.T) {
 		t.Errorf("order_paid written %d times with the providers down, want 0", n)
 	}
 }
+
+// TestAcceptedPaymentIsInFlight: a pending order whose payment.succeeded
+// the webhook inbox accepted is only late (the worker has not paid it yet):
+// reconcile leaves it to the flow.
+func TestAcceptedPaymentIsInFlight(t *testing.T) {
+	w := newWorld(t)
+	id, _ := w.chargeLost()
+	w.exec(`INSERT INTO webhook_inbox (event_id, event_type, order_id) VALUES ('evt_late', 'payment.succeeded', $1)`, id)
+	if rep := w.run(false); len(rep.Findings) != 0 {
+		t.Errorf("findings %+v, want none: the payment is accepted and on its way", rep.Findings)
+	}
+	if n := outboxed(w, id, "order_paid"); n != 0 {
+		t.Errorf("order_paid written %d times for an accepted payment, want 0", n)
+	}
+}

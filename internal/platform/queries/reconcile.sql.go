@@ -97,6 +97,8 @@ SELECT
     coalesce(ch.state = 'charging' AND ch.locked_until < now(), false)::boolean AS lease_expired,
     EXISTS (SELECT 1 FROM notification_log n
              WHERE n.order_id = o.id AND n.template = 'order_confirmed')::boolean AS notified,
+    EXISTS (SELECT 1 FROM webhook_inbox w
+             WHERE w.order_id = o.id AND w.event_type = 'payment.succeeded')::boolean AS payment_accepted,
     EXISTS (SELECT 1 FROM consumer_inbox i
              WHERE i.order_id = o.id AND i.consumer = 'order_confirmed')::boolean AS confirmation_delivered
 FROM orders o
@@ -121,6 +123,7 @@ type ReconcileOrdersRow struct {
 	ChargeID              pgtype.Text `json:"charge_id"`
 	LeaseExpired          bool        `json:"lease_expired"`
 	Notified              bool        `json:"notified"`
+	PaymentAccepted       bool        `json:"payment_accepted"`
 	ConfirmationDelivered bool        `json:"confirmation_delivered"`
 }
 
@@ -128,7 +131,9 @@ type ReconcileOrdersRow struct {
 // for orderpaid reconcile (internal/ops/reconcile) to hold against the
 // providers'. Every time is the database's: settled_long_ago says the order
 // has been quiet for the grace period, so what is missing is missing, not in
-// flight; lease_expired that an attempt is charging past its lease.
+// flight; lease_expired that an attempt is charging past its lease;
+// payment_accepted that a payment.succeeded of the order is in the webhook
+// inbox (the flow has it: a pending order is only late).
 func (q *Queries) ReconcileOrders(ctx context.Context, arg ReconcileOrdersParams) ([]ReconcileOrdersRow, error) {
 	rows, err := q.db.Query(ctx, reconcileOrders, arg.GraceMs, arg.WindowMs)
 	if err != nil {
@@ -148,6 +153,7 @@ func (q *Queries) ReconcileOrders(ctx context.Context, arg ReconcileOrdersParams
 			&i.ChargeID,
 			&i.LeaseExpired,
 			&i.Notified,
+			&i.PaymentAccepted,
 			&i.ConfirmationDelivered,
 		); err != nil {
 			return nil, err
