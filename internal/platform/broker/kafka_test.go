@@ -460,3 +460,66 @@ func TestKafkaRefuseStrandedMessages(t *testing.T) {
 		t.Errorf("KAFKA_BROKERS not set, and the worker looked for Kafka:\n%s", log.String())
 	}
 }
+
+// A rebalance waits for the message in hand: a second member joining while
+// the first holds an unacked message gets nothing until it is acked; then
+// the first member seeks back what it had polled and not handed out, lets
+// the rebalance run, and the second member reads its partitions from the
+// committed offsets. Every message is delivered once.
+func TestKafkaRebalanceWaitsForTheMessageInHand(t *testing.T) {
+	t.Parallel()
+	brokers := kafkaBrokers(t)
+	bb := kafkaSetup(t, brokers, "")
+	bb.provision(t, "worker")
+	sent := bb.publish(t, 24) // 24 orders: every partition
+	_, ch1 := bb.subscribe(t, t.Context(), "worker")
+	inHand := receive(t, ch1)
+
+	_, ch2 := bb.subscribe(t, t.Context(), "worker")
+	select {
+	case m := <-ch2:
+		t.Fatalf("the second member got %s while the first held %s unacked", m.UUID, inHand.UUID)
+	case m := <-ch1:
+		t.Fatalf("the first member handed out %s before %s was settled", m.UUID, inHand.UUID)
+	case <-time.After(3 * time.Second): // three heartbeats: the rebalance is waiting
+	}
+	acked := time.Now()
+	inHand.Ack()
+	deliveries := map[string]int{inHand.UUID: 1}
+	perMember := [2]int{1, 0}
+	var second time.Duration
+	deadline := time.After(30 * time.Second)
+	for len(deliveries) < len(sent) {
+		select {
+		case m := <-ch1:
+			deliveries[m.UUID]++
+			perMember[0]++
+			m.Ack()
+		case m := <-ch2:
+			if second == 0 {
+				second = time.Since(acked)
+			}
+			deliveries[m.UUID]++
+			perMember[1]++
+			m.Ack()
+		case <-deadline:
+			t.Fatalf("received %d of %d messages within 30s (members %v)", len(deliveries), len(sent), perMember)
+		}
+	}
+	select {
+	case m := <-ch1:
+		deliveries[m.UUID]++
+	case m := <-ch2:
+		deliveries[m.UUID]++
+	case <-time.After(time.Second):
+	}
+	for _, m := range sent {
+		if n := deliveries[m.UUID]; n != 1 {
+			t.Errorf("message %s delivered %d times, want once", m.UUID, n)
+		}
+	}
+	if perMember[1] == 0 {
+		t.Errorf("the second member got no partition (members %v)", perMember)
+	}
+	t.Logf("members received %v; the second member's first message came %v after the ack", perMember, second)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +171,106 @@ func TestKafkaBatchYieldsWhatTheSubscriberYields(t *testing.T) {
 	if got := read("single"); len(got) != 1 || got[0].UUID != later.UUID {
 		t.Errorf("a batch member of the group the subscriber read read %v, want only %s", got, later.UUID)
 	}
+}
+
+// A rebalance waits for the batch in hand: a second batch member joining
+// while the first one's handler runs gets nothing until that batch is
+// committed, then takes partitions from the committed offsets. No record
+// is handed out twice.
+func TestKafkaBatchRebalanceWaitsForTheBatchInHand(t *testing.T) {
+	t.Parallel()
+	const group = "g"
+	brokers := kafkaBrokers(t)
+	bb := kafkaSetup(t, brokers, "")
+	bb.provision(t, group)
+	want := map[string]bool{}
+	for _, m := range bb.publish(t, 24) {
+		want[m.UUID] = true
+	}
+	var loops sync.WaitGroup
+	defer loops.Wait() // after cancel: no member outlives the test
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	type batch struct {
+		member int
+		ids    []string
+		at     time.Time
+	}
+	batches := make(chan batch)
+	release := make(chan struct{})
+	loop := func(member, size int) {
+		src, err := bb.b.BatchReader(bb.topic, group, size)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		first := true
+		src.Loop(ctx, 0, 0, func(msgs []*message.Message) int {
+			var ids []string
+			for _, m := range msgs {
+				ids = append(ids, m.UUID)
+			}
+			select {
+			case batches <- batch{member, ids, time.Now()}:
+			case <-ctx.Done():
+			}
+			if member == 0 && first {
+				first = false
+				<-release // the first batch stays in hand
+			}
+			return len(msgs)
+		}, func(err error) { t.Errorf("member %d: read failed: %v", member, err) })
+	}
+	loops.Go(func() { loop(0, 4) })
+	b := <-batches // member 0 holds its first batch
+	got := map[string]int{}
+	for _, id := range b.ids {
+		got[id]++
+	}
+	loops.Go(func() { loop(1, 4) })
+	select {
+	case b := <-batches:
+		t.Fatalf("member %d read a batch while member 0 held its first one", b.member)
+	case <-time.After(3 * time.Second):
+	}
+	released := time.Now()
+	close(release)
+	// A record every 20ms, each for an order of its own, until the second
+	// member has read some and every record is read.
+	perMember := [2]int{len(b.ids), 0}
+	var second time.Duration
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for perMember[1] == 0 || len(got) < len(want) {
+		select {
+		case <-tick.C:
+			if perMember[1] == 0 {
+				want[bb.publish(t, 1)[0].UUID] = true
+			}
+		case b := <-batches:
+			if b.member == 1 && second == 0 {
+				second = b.at.Sub(released)
+			}
+			perMember[b.member] += len(b.ids)
+			for _, id := range b.ids {
+				got[id]++
+			}
+		case <-ctx.Done():
+			t.Fatalf("read %d of %d records (members %v)", len(got), len(want), perMember)
+		}
+	}
+	select {
+	case b := <-batches:
+		for _, id := range b.ids {
+			got[id]++
+		}
+	case <-time.After(time.Second):
+	}
+	cancel()
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("record %s handed out %d times, want once", id, got[id])
+		}
+	}
+	t.Logf("members read %v of %d records; the second member's first batch came %v after the first batch was released", perMember, len(want), second)
 }
