@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -522,4 +524,104 @@ func TestKafkaRebalanceWaitsForTheMessageInHand(t *testing.T) {
 		t.Errorf("the second member got no partition (members %v)", perMember)
 	}
 	t.Logf("members received %v; the second member's first message came %v after the ack", perMember, second)
+}
+
+// A member that dies (a process killed: no LeaveGroup, no commit) keeps
+// its partitions until the group gives up on it, kafkaSessionTimeout (10s)
+// after its last heartbeat; then the next member reads them from the last
+// committed offset: the record it had in hand comes again, the one it had
+// committed does not.
+func TestKafkaDeadMembersPartitionsMoveAfterItsSession(t *testing.T) {
+	t.Parallel()
+	brokers := kafkaBrokers(t)
+	bb := kafkaSetup(t, brokers, "")
+	bb.provision(t, "worker")
+	var orders []string
+	for range 12 {
+		orders = append(orders, watermill.NewUUID())
+	}
+	sent := bb.publishFor(t, orders...)
+
+	// The member that dies: a plain group client, as the subscriber
+	// configures it, whose connections are cut at once.
+	var cut cutConns
+	dead, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.Dialer(cut.dial),
+		kgo.ConsumerGroup(broker.KafkaGroup(bb.topic, "worker")), kgo.ConsumeTopics(bb.topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
+		kgo.RetryTimeout(time.Second)) // so that closing it does not wait out 30s of retries
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // at once: its connections are cut, it cannot leave the group
+		dead.AllowRebalance()
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = dead.LeaveGroupContext(gone)
+		dead.Close()
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var records []*kgo.Record
+	for len(records) < 2 && ctx.Err() == nil {
+		records = append(records, dead.PollRecords(ctx, 2-len(records)).Records()...)
+	}
+	if len(records) < 2 {
+		t.Fatalf("the first member read %d records", len(records))
+	}
+	if err := dead.CommitRecords(ctx, records[0]); err != nil {
+		t.Fatal(err)
+	}
+	cut.kill() // records[1] in hand
+	died := time.Now()
+
+	_, ch := bb.subscribe(t, t.Context(), "worker")
+	committed := headerValue(records[0], broker.KafkaUUIDHeader)
+	got := map[string]int{}
+	var first time.Duration
+	for len(got) < len(sent)-1 {
+		m := receiveWithin(t, ch, 30*time.Second)
+		if first == 0 {
+			first = time.Since(died)
+		}
+		m.Ack()
+		got[m.UUID]++
+	}
+	if got[committed] != 0 {
+		t.Errorf("the record the dead member committed came again")
+	}
+	if inHand := headerValue(records[1], broker.KafkaUUIDHeader); got[inHand] != 1 {
+		t.Errorf("the record in the dead member's hand came %d times, want once", got[inHand])
+	}
+	t.Logf("the next member's first message came %v after the first member died", first)
+}
+
+// cutConns dials connections it can cut all at once, as a killed process's
+// are, and refuses new ones from then on.
+type cutConns struct {
+	mu    sync.Mutex
+	dead  bool
+	conns []net.Conn
+}
+
+func (c *cutConns) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return nil, net.ErrClosed
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+func (c *cutConns) kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
 }

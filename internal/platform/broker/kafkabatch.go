@@ -58,7 +58,7 @@ func (s *kafkaBatchSource) Loop(ctx context.Context, poll, backoff time.Duration
 	var cl *kgo.Client
 	defer func() {
 		if cl != nil {
-			cl.Close()
+			leaveAndClose(cl)
 		}
 	}()
 	readLoop(ctx, 0, backoff, // an empty read has waited poll
@@ -74,7 +74,7 @@ func (s *kafkaBatchSource) Loop(ctx context.Context, poll, backoff time.Duration
 		func(err error) {
 			failed(err)
 			if cl != nil {
-				cl.Close() // the next read joins again
+				leaveAndClose(cl) // the next read joins again
 				cl = nil
 			}
 		}, nil)

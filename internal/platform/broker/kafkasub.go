@@ -23,6 +23,8 @@ const (
 	// kafkaNackResendSleep is the wait before a nacked record is fetched
 	// again, as watermill-kafka's NackResendSleep.
 	kafkaNackResendSleep = 100 * time.Millisecond
+	// kafkaFetchMaxWait bounds a fetch's long poll (see kafkaGroupClient).
+	kafkaFetchMaxWait = 500 * time.Millisecond
 )
 
 // kafkaSubscriber is the per-message subscriber of one consumer group. Each
@@ -96,7 +98,7 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 	go func() {
 		defer s.members.Done()
 		defer close(out)
-		defer cl.Close() // leaves the group: its partitions move at once
+		defer leaveAndClose(cl) // its partitions move at once
 		defer cancel()
 		m.run(ctx, out)
 	}()
@@ -216,6 +218,18 @@ func rewind(cl *kgo.Client, records []*kgo.Record) {
 	cl.SetOffsets(offsets)
 }
 
+// leaveAndClose leaves the group, waiting at most kafkaTimeout for the
+// coordinator's answer (a cluster down at shutdown must not hold it up:
+// the group then gives up on the member after kafkaSessionTimeout), and
+// closes the client. Nothing it holds is committed.
+func leaveAndClose(cl *kgo.Client) {
+	cl.AllowRebalance() // what it held is given up, not committed
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaTimeout)
+	defer cancel()
+	_ = cl.LeaveGroupContext(ctx)
+	cl.Close()
+}
+
 // kafkaGroupClient is a client that joins group as a consumer of topic:
 // offsets committed by the caller only (DisableAutoCommit), a new group
 // starting at the first record kept (AtStart), a rebalance held while
@@ -234,6 +248,11 @@ func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *ato
 		kgo.SessionTimeout(kafkaSessionTimeout),
 		kgo.HeartbeatInterval(kafkaHeartbeat),
 		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
+		// A fetch waits this long for records before the broker answers
+		// empty; a partition assigned meanwhile (a rebalance) waits for that
+		// answer before it is fetched. franz-go's default is 5s, the Java
+		// client's 500ms: 5s was seen delaying a new member's first records.
+		kgo.FetchMaxWait(kafkaFetchMaxWait),
 	}
 	if rebalanceWaits != nil {
 		opts = append(opts, kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { rebalanceWaits.Store(true) }))
