@@ -174,7 +174,8 @@ func strandedOn(ctx context.Context, broker string, cfg config.Config, pool *pgx
 		place = func(topic, group string) string { return "queue " + AMQPQueue(cfg.BrokerPrefix+topic, group) }
 	case config.BrokerKafka:
 		s = stranded{where: "Kafka's consumer groups at " + strings.Join(cfg.KafkaBrokers, ","), sameURL: ", KAFKA_BROKERS",
-			giveUp: "move those groups' offsets to the end to lose them (kafka-consumer-groups.sh --reset-offsets --to-latest --execute --group NAME --all-topics)"}
+			giveUp: "move those groups' offsets to the end to lose them (kafka-consumer-groups.sh --bootstrap-server " + strings.Join(cfg.KafkaBrokers, ",") +
+				" --group NAME --reset-offsets --to-latest --all-topics --execute)"}
 		backlog, err = KafkaBacklog(ctx, cfg.KafkaBrokers, cfg.BrokerPrefix, groups)
 		place = func(topic, group string) string {
 			return "group " + KafkaGroup(cfg.BrokerPrefix+topic, group) + " of topic " + cfg.BrokerPrefix + topic
