@@ -43,6 +43,12 @@ const (
 //     its partition; nothing after it is skipped.
 //   - Close (or ctx ending) with a message in hand: it is not committed; the
 //     member leaves the group and the partition's next owner reads it again.
+//     A process killed leaves nothing: its partitions stay its own until
+//     the group gives up on it, kafkaSessionTimeout after its last heartbeat.
+//
+// A member has one message out at a time across all the partitions it
+// owns, as a RabbitMQ member with prefetch 1: more members (up to the
+// partitions of the topic) is what reads in parallel.
 //
 // Rebalances (a member joins or leaves): the client holds a rebalance while
 // the records of a poll are in hand (BlockRebalanceOnPoll), so no commit
