@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/labqueries"
 )
@@ -75,31 +77,8 @@ func reprocessOperator() *Scenario {
 		},
 		Settled: func(c Counts) bool { return c.ExecOrderPaid >= 2 && c.Delivered >= 1 },
 		Run: func(ctx context.Context, s *Stage) error {
-			rejecting, err := s.rejectingProvider()
+			id, err := s.poisonedConfirmation(ctx)
 			if err != nil {
-				return err
-			}
-			if err := s.StartFakes(ctx); err != nil {
-				return err
-			}
-			if err := s.StartAPI(ctx); err != nil {
-				return err
-			}
-			w, err := s.StartWorker(ctx, map[string]string{"FAKES_URL": rejecting})
-			if err != nil {
-				return err
-			}
-			id, _, err := s.PaidOrder(ctx)
-			if err != nil {
-				return err
-			}
-			if err := s.waitPoisoned(ctx); err != nil {
-				return err
-			}
-			if err := w.Terminate(10 * time.Second); err != nil {
-				return err
-			}
-			if _, err := s.StartWorker(ctx, nil); err != nil {
 				return err
 			}
 			for _, args := range [][]string{
@@ -114,6 +93,39 @@ func reprocessOperator() *Scenario {
 			return nil
 		},
 	}
+}
+
+// poisonedConfirmation pays an order while the provider rejects our API
+// key, waits for its confirmation to land in the poison queue, then
+// replaces the worker with one that reaches the real provider: the start of
+// an operator's repair.
+func (s *Stage) poisonedConfirmation(ctx context.Context) (uuid.UUID, error) {
+	rejecting, err := s.rejectingProvider()
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.StartFakes(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.StartAPI(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	w, err := s.StartWorker(ctx, map[string]string{"FAKES_URL": rejecting})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id, _, err := s.PaidOrder(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.waitPoisoned(ctx); err != nil {
+		return uuid.Nil, err
+	}
+	if err := w.Terminate(10 * time.Second); err != nil {
+		return uuid.Nil, err
+	}
+	_, err = s.StartWorker(ctx, nil)
+	return id, err
 }
 
 // rejectingProvider serves a notification provider that refuses every call

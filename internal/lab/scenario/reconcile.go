@@ -80,30 +80,7 @@ func notificationMissing() *Scenario {
 		},
 		Settled: func(c Counts) bool { return c.Notified >= 1 && c.ExecOrderConfirmed >= 3 },
 		Run: func(ctx context.Context, s *Stage) error {
-			rejecting, err := s.rejectingProvider()
-			if err != nil {
-				return err
-			}
-			if err := s.StartFakes(ctx); err != nil {
-				return err
-			}
-			if err := s.StartAPI(ctx); err != nil {
-				return err
-			}
-			w, err := s.StartWorker(ctx, map[string]string{"FAKES_URL": rejecting})
-			if err != nil {
-				return err
-			}
-			if _, _, err := s.PaidOrder(ctx); err != nil {
-				return err
-			}
-			if err := s.waitPoisoned(ctx); err != nil {
-				return err
-			}
-			if err := w.Terminate(10 * time.Second); err != nil {
-				return err
-			}
-			if _, err := s.StartWorker(ctx, nil); err != nil {
+			if _, err := s.poisonedConfirmation(ctx); err != nil {
 				return err
 			}
 			if err := s.reconcileTwice(ctx); err != nil {
@@ -112,7 +89,7 @@ func notificationMissing() *Scenario {
 			if _, err := s.WaitFor(ctx, "the resent confirmation's e-mail", 30*time.Second, func(c Counts) bool { return c.Notified >= 1 }); err != nil {
 				return err
 			}
-			_, err = s.Command(ctx, "reprocess", "--poison")
+			_, err := s.Command(ctx, "reprocess", "--poison")
 			return err
 		},
 	}
