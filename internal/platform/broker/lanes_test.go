@@ -67,6 +67,7 @@ func TestLanesRunOrdersInParallelAndOneOrderInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitVisible(t, pool, topic)
 
 	ch, err := sub.Subscribe(t.Context(), topic)
 	if err != nil {
@@ -137,6 +138,7 @@ func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
 	if err := b.Publisher.Publish(topic, msg); err != nil {
 		t.Fatal(err)
 	}
+	waitVisible(t, pool, topic)
 	ch, err := newLanedSubscriber(t, pool, topic).Subscribe(t.Context(), topic)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +152,32 @@ func TestAFailedLaneStopsTheLanesSubscribedBeforeIt(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("lane 0's message did not reach the other member within 5s: " +
 			"the failed subscription's lane 0 is still reading and holds the group's position")
+	}
+}
+
+// waitVisible waits until a poll can see every row of topic. A row is
+// handed out only once every transaction older than it has ended on the
+// whole server (PostgresSchema.SelectQuery), and the suite's other packages
+// share the server: one of their open transactions can hold a row back for
+// seconds. The tests' deadlines start once the rows are visible, so they
+// measure the lanes, not the neighbours.
+func waitVisible(t *testing.T, pool *pgxpool.Pool, topic string) {
+	t.Helper()
+	table := broker.PostgresSchema{}.MessagesTable(topic)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var hidden int
+		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM `+table+`
+			WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())`).Scan(&hidden); err != nil {
+			t.Fatal(err)
+		}
+		if hidden == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows of %s not visible after a minute: a transaction left open on the server holds them back", hidden, table)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
