@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
@@ -17,7 +18,7 @@ import (
 // passedToChildren are the variables a scenario's processes get from the
 // runner's environment besides what the runner sets itself.
 var passedToChildren = []string{
-	"AMQP_URL", "NATS_URL", "WEBHOOK_SECRET", "CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
+	"AMQP_URL", "NATS_URL", "KAFKA_BROKERS", "WEBHOOK_SECRET", "CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME",
 }
 
@@ -72,7 +73,7 @@ func scenarioRun(e env) error {
 	without := fs.String("without", "", "switch one guard off and expect its damage: "+strings.Join(switches.Names(), ", ")+
 		"; with all, runs the scenarios that demonstrate it")
 	matrix := fs.Bool("matrix", false, "run each scenario protected and then with each of its guards off (what CI checks)")
-	brokerName := fs.String("broker", "", "broker of the scenarios' processes: postgres, amqp or nats (default $BROKER, else postgres)")
+	brokerName := fs.String("broker", "", "broker of the scenarios' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres; kafka without KAFKA_BROKERS runs on an in-process cluster)")
 	bin := fs.String("bin", "", "the orderpaid binary to start as child processes (default: this one)")
 	keep := fs.Bool("keep", false, "keep every scenario's database and process logs (always kept for a failed one)")
 	parallel := fs.Int("parallel", 1, "scenarios run at once (postgres broker only; each has its own database and ports)")
@@ -106,6 +107,15 @@ func scenarioRun(e env) error {
 		return err
 	}
 	runCfg.Audits = *audits
+	if runCfg.Broker == config.BrokerKafka && runCfg.Env["KAFKA_BROKERS"] == "" {
+		cluster, err := kafkalab.Start()
+		if err != nil {
+			return err
+		}
+		defer cluster.Close()
+		runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
+		fmt.Fprintf(e.stderr, "scenario: KAFKA_BROKERS is not set: the scenarios run on an in-process Kafka cluster at %s (franz-go's kfake, gone when this command ends); set KAFKA_BROKERS to run them on a real one\n", cluster.Brokers())
+	}
 	results := scenario.Run(e.ctx, runCfg, cases)
 	fmt.Fprintln(e.stdout)
 	if err := scenario.WriteTable(e.stdout, results); err != nil {
@@ -157,9 +167,9 @@ func scenarioConfig(e env, cfg config.Config, brokerName, bin string, keep bool,
 		brokerName = cfg.Broker
 	}
 	switch brokerName {
-	case config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS:
+	case config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS, config.BrokerKafka:
 	default:
-		return scenario.Config{}, usageError{fmt.Errorf("scenario run: --broker %q: want postgres, amqp or nats", brokerName)}
+		return scenario.Config{}, usageError{fmt.Errorf("scenario run: --broker %q: want postgres, amqp, nats or kafka", brokerName)}
 	}
 	if bin == "" {
 		self, err := os.Executable()

@@ -145,7 +145,7 @@ func TestOneChargePerOrder(t *testing.T) {
 
 	t.Run("a crash between the claim and the gateway call, then another key", func(t *testing.T) {
 		t.Parallel()
-		cfg := payment.Config{LockTimeout: 200 * time.Millisecond}
+		cfg := payment.Config{LockTimeout: 2 * time.Second} // long enough to outlast a loaded machine between the crash and k2
 		guardOnAndOff(t, cfg, func(t *testing.T, b *bundle) (queries.Order, int) {
 			o := b.newOrder(t, "cust-crash-new-key")
 			crash(t, b, cfg, o, "k1")

@@ -15,7 +15,7 @@ import (
 
 func TestPayAfterCrash(t *testing.T) {
 	t.Parallel()
-	cfg := payment.Config{LockTimeout: 200 * time.Millisecond}
+	cfg := payment.Config{LockTimeout: 2 * time.Second} // long enough to outlast a loaded machine between the crash and the retry
 	b := setup(t, cfg)
 
 	t.Run("a crash before the gateway call holds the key until its lock expires, then a retry charges once", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,12 +9,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	amqp091 "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
-// RabbitMQ and NATS are shared by every scenario of a run, and by whatever
+// RabbitMQ, NATS and Kafka are shared by every scenario of a run, and by whatever
 // else uses them: each scenario's processes work under a BROKER_PREFIX of
 // their own (the runner's BROKER_PREFIX, then "scn<random>_"), and the stage
 // deletes what they created under it when it closes. On the postgres broker
@@ -24,36 +28,38 @@ import (
 // characters (config.Load).
 const maxScenarioPrefix = 40 - 12
 
-// brokerURLs returns the AMQP_URL and NATS_URL the children get: the
-// runner's, or the defaults of config.Load.
-func brokerURLs(env map[string]string) (amqpURL, natsURL string, err error) {
-	cfg, err := config.Load(func(k string) string {
-		if k == "AMQP_URL" || k == "NATS_URL" {
+// brokerAddrs returns the AMQP_URL, NATS_URL and KAFKA_BROKERS the
+// children get: the runner's, or the defaults of config.Load.
+func brokerAddrs(env map[string]string) (config.Config, error) {
+	return config.Load(func(k string) string {
+		if k == "AMQP_URL" || k == "NATS_URL" || k == "KAFKA_BROKERS" {
 			return env[k]
 		}
 		return ""
 	})
-	return cfg.AMQPURL, cfg.NATSURL, err
 }
 
 // deleteBrokerObjects deletes what the stage's processes created on broker
 // under prefix: on RabbitMQ the queue of every subscription and the exchange
 // of every topic, on NATS every stream whose name begins with prefix (and
-// with it its consumers).
+// with it its consumers), on Kafka every topic and consumer group whose name
+// begins with prefix.
 func deleteBrokerObjects(broker string, env map[string]string, prefix string) error {
 	if prefix == "" {
 		return errors.New("delete broker objects: no prefix, refusing to delete everything")
 	}
-	amqpURL, natsURL, err := brokerURLs(env)
+	addrs, err := brokerAddrs(env)
 	if err != nil {
 		return err
 	}
 	switch broker {
 	case config.BrokerAMQP:
-		return deleteAMQPObjects(amqpURL, prefix)
+		return deleteAMQPObjects(addrs.AMQPURL, prefix)
 	case config.BrokerNATS:
-		_, err := deleteNATSStreams(natsURL, prefix)
+		_, err := deleteNATSStreams(addrs.NATSURL, prefix)
 		return err
+	case config.BrokerKafka:
+		return deleteKafkaObjects(addrs.KafkaBrokers, prefix)
 	}
 	return nil
 }
@@ -121,4 +127,58 @@ func deleteNATSStreams(url, prefix string) (int, error) {
 		deleted++
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// deleteKafkaObjects deletes every topic and consumer group whose name
+// begins with prefix (internal/platform/broker/kafka.go: topic <topic>,
+// group <topic>_<group>).
+func deleteKafkaObjects(brokers []string, prefix string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("orderpaid scenario clean-up"))
+	if err != nil {
+		return fmt.Errorf("delete the scenario's Kafka topics (prefix %s): %w", prefix, err)
+	}
+	defer cl.Close()
+	admin := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	groups, err := admin.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("delete the scenario's Kafka groups: list them at %s: %w", strings.Join(brokers, ","), err)
+	}
+	var errs []error
+	var ours []string
+	for _, g := range groups.Groups() {
+		if strings.HasPrefix(g, prefix) {
+			ours = append(ours, g)
+		}
+	}
+	if len(ours) > 0 {
+		deleted, err := admin.DeleteGroups(ctx, ours...)
+		errs = append(errs, err)
+		for _, r := range deleted {
+			if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
+				errs = append(errs, fmt.Errorf("delete Kafka group %s: %w", r.Group, r.Err))
+			}
+		}
+	}
+	topics, err := admin.ListTopics(ctx)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("delete the scenario's Kafka topics: list them: %w", err))...)
+	}
+	ours = ours[:0]
+	for _, t := range topics.Names() {
+		if strings.HasPrefix(t, prefix) {
+			ours = append(ours, t)
+		}
+	}
+	if len(ours) > 0 {
+		deleted, err := admin.DeleteTopics(ctx, ours...)
+		errs = append(errs, err)
+		for _, r := range deleted {
+			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+				errs = append(errs, fmt.Errorf("delete Kafka topic %s: %w", r.Topic, r.Err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

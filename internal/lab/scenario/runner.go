@@ -19,11 +19,11 @@ type Config struct {
 	// AdminURL is a PostgreSQL URL on whose server each scenario creates,
 	// then drops, its own database (the runner's DATABASE_URL).
 	AdminURL string
-	// Broker is postgres (default), amqp or nats. On amqp and nats every
-	// scenario gets a BROKER_PREFIX of its own, BrokerPrefix followed by
-	// "scn<random>_", so scenarios never consume each other's messages, nor
-	// those of anyone else sharing the broker; its queues, exchanges and
-	// streams are deleted when it ends (broker_cleanup.go).
+	// Broker is postgres (default), amqp, nats or kafka. On the last three
+	// every scenario gets a BROKER_PREFIX of its own, BrokerPrefix followed
+	// by "scn<random>_", so scenarios never consume each other's messages,
+	// nor those of anyone else sharing the broker; its queues, exchanges,
+	// streams, topics and groups are deleted when it ends (broker_cleanup.go).
 	Broker string
 	// BrokerPrefix is the runner's own BROKER_PREFIX (at most 28
 	// characters: the runner adds 12); default none.
