@@ -7,6 +7,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/payment"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -25,6 +26,7 @@ func faultPoints() []string {
 		consumer.FaultAfterGatewayRefund,
 		payment.FaultBeforeGatewayCall,
 		payment.FaultAfterGatewayCall,
+		broker.FaultBeforeOffsetCommit,
 	}
 }
 

@@ -70,7 +70,7 @@ func serve(e env, name string, p process) (err error) {
 	}
 	if p.worker {
 		fs.BoolVar(&dedupe, "dedupe-executions", false, "skip a handler whose message id this process already saw: the classic WRONG fix, for the scenario execution-dedupe (workshop only: needs "+config.DevVariable+"=1)")
-		fs.BoolVar(&abandonBacklog, "abandon-postgres-backlog", false, "start on BROKER=amqp or nats although the postgres broker's tables hold unread messages; they are then never handled (see docs/operations.md)")
+		fs.BoolVar(&abandonBacklog, "abandon-postgres-backlog", false, "start on another broker (amqp, nats or kafka) although the postgres broker's tables hold unread messages; they are then never handled (see docs/operations.md)")
 	}
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
@@ -243,6 +243,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 			return err
 		}
 	}
+	b.WithFaults(w.levers.faults) // Kafka's FaultBeforeOffsetCommit
 	system := telemetry.MessagingSystem(b.Name)
 	relay, err := outbox.NewRelay(pool, b.Publisher, logger, outbox.RelayConfig{
 		CloseTimeout: cfg.ShutdownTimeout, TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,

@@ -29,6 +29,7 @@ func Catalogue() []*Scenario {
 		commitAckLost(),
 		brokerRedelivery(),
 		partialFailure(),
+		offsetCommitLost(),
 		workerRestart(),
 		gracefulRestart(),
 		twoWorkers(),
@@ -47,6 +48,8 @@ const (
 	faultAfterMarkPaid     = "order_paid.after_mark_paid"
 	faultBeforeAck         = "order_paid.before_ack"
 	faultAfterProviderCall = "order_confirmed.after_provider_call"
+	// faultBeforeOffsetCommit is broker.FaultBeforeOffsetCommit.
+	faultBeforeOffsetCommit = "kafka.before_offset_commit"
 )
 
 // payAndWait is the start of most scenarios: the usual three processes

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // Broker is one connection to the configured broker.
@@ -36,6 +37,16 @@ type Broker struct {
 	// provision creates a consumer group's destination; nil means
 	// initializeSubscriber (see provision.go).
 	provision func(topic, consumerGroup string) error
+	// faults are the fault points the broker hits (Kafka's
+	// FaultBeforeOffsetCommit); nil in production.
+	faults *fault.Set
+}
+
+// WithFaults arms the broker's fault points for the subscribers and batch
+// readers made after it (tests and scenarios only, as every fault point).
+func (b *Broker) WithFaults(faults *fault.Set) *Broker {
+	b.faults = faults
+	return b
 }
 
 // New connects to the broker named in cfg.Broker.

@@ -39,6 +39,12 @@ const (
 	kafkaRebalanceTimeout = 30 * time.Second
 )
 
+// FaultBeforeOffsetCommit fires on Kafka after a message (or a batch) was
+// settled, its effects committed and acked, and before its offset is
+// committed: a worker killed there leaves the group's position behind the
+// work it did (the scenario offset-commit-lost).
+const FaultBeforeOffsetCommit = "kafka.before_offset_commit"
+
 // KafkaUUIDHeader is the record header that carries the message UUID, as
 // watermill's own marshalers name it on every broker.
 const KafkaUUIDHeader = "_watermill_message_uuid"
@@ -107,22 +113,23 @@ func newKafka(ctx context.Context, brokers []string, logger watermill.LoggerAdap
 	}
 	topics := &kafkaTopics{admin: kadm.NewClient(cl)}
 	pub := &kafkaPublisher{cl: cl, topics: topics}
-	return &Broker{
+	b := &Broker{
 		Name:           "kafka",
 		Publisher:      pub,
 		BatchPublisher: pub, // ProduceSync pipelines the records of one call already
-		newSubscriber: func(group string) (message.Subscriber, error) {
-			return newKafkaSubscriber(brokers, group, topics, logger), nil
-		},
-		batchSource: func(topic, group string, size int) (BatchSource, error) {
-			if err := topics.ensure(topic); err != nil {
-				return nil, err
-			}
-			return &kafkaBatchSource{brokers: brokers, topic: topic, group: KafkaGroup(topic, group), size: size}, nil
-		},
-		provision: func(topic, _ string) error { return topics.ensure(topic) },
-		ping:      cl.Ping,
-	}, nil
+		provision:      func(topic, _ string) error { return topics.ensure(topic) },
+		ping:           cl.Ping,
+	}
+	b.newSubscriber = func(group string) (message.Subscriber, error) {
+		return newKafkaSubscriber(brokers, group, topics, logger, b.faults), nil
+	}
+	b.batchSource = func(topic, group string, size int) (BatchSource, error) {
+		if err := topics.ensure(topic); err != nil {
+			return nil, err
+		}
+		return &kafkaBatchSource{brokers: brokers, topic: topic, group: KafkaGroup(topic, group), size: size, faults: b.faults}, nil
+	}
+	return b, nil
 }
 
 // KafkaGroup is the consumer group of group on a (prefixed) topic:

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // kafkaBatchLinger is how long a batch waits for one more record once it
@@ -45,6 +47,7 @@ type kafkaBatchSource struct {
 	topic   string // the (prefixed) topic
 	group   string // the Kafka group: KafkaGroup(topic, consumer group)
 	size    int
+	faults  *fault.Set
 }
 
 // Loop reads batches and hands them to handle until ctx ends (see
@@ -101,6 +104,9 @@ func (s *kafkaBatchSource) read(ctx context.Context, cl *kgo.Client, poll time.D
 	}
 	if done == 0 {
 		return len(records), 0, nil
+	}
+	if err := s.faults.Hit(FaultBeforeOffsetCommit); err != nil {
+		return 0, 0, fmt.Errorf("commit the offsets of %d settled record(s) of %s: %w", done, s.group, err)
 	}
 	commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kafkaTimeout)
 	defer cancel()

@@ -11,6 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // Settings of the Kafka subscriber.
@@ -60,14 +62,15 @@ type kafkaSubscriber struct {
 	group   string
 	topics  *kafkaTopics
 	logger  watermill.LoggerAdapter
+	faults  *fault.Set
 
 	closing   chan struct{}
 	closeOnce sync.Once
 	members   sync.WaitGroup
 }
 
-func newKafkaSubscriber(brokers []string, group string, topics *kafkaTopics, logger watermill.LoggerAdapter) *kafkaSubscriber {
-	return &kafkaSubscriber{brokers: brokers, group: group, topics: topics, logger: logger, closing: make(chan struct{})}
+func newKafkaSubscriber(brokers []string, group string, topics *kafkaTopics, logger watermill.LoggerAdapter, faults *fault.Set) *kafkaSubscriber {
+	return &kafkaSubscriber{brokers: brokers, group: group, topics: topics, logger: logger, faults: faults, closing: make(chan struct{})}
 }
 
 // Subscribe creates topic unless it exists and joins its group. The
@@ -83,6 +86,7 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 	}
 	m := &kafkaMember{
 		group:  KafkaGroup(topic, s.group),
+		faults: s.faults,
 		logger: s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": KafkaGroup(topic, s.group)}),
 	}
 	cl, err := kafkaGroupClient(s.brokers, topic, m.group, &m.rebalanceWaits)
@@ -124,6 +128,7 @@ type kafkaMember struct {
 	cl     *kgo.Client
 	group  string
 	logger watermill.LoggerAdapter
+	faults *fault.Set
 	// rebalanceWaits is set when a rebalance waits for this member to let
 	// go of the records it holds (kgo.OnPartitionsCallbackBlocked).
 	rebalanceWaits atomic.Bool
@@ -168,9 +173,12 @@ func (m *kafkaMember) handOut(ctx context.Context, records []*kgo.Record, out ch
 			return true
 		}
 		// The ack is given: commit it even if the subscriber is closing now.
-		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kafkaTimeout)
-		err := m.cl.CommitRecords(commitCtx, r)
-		cancel()
+		err := m.faults.Hit(FaultBeforeOffsetCommit)
+		if err == nil {
+			commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kafkaTimeout)
+			err = m.cl.CommitRecords(commitCtx, r)
+			cancel()
+		}
 		if err != nil {
 			// Read again later by this group, which the guards absorb.
 			m.logger.Error("Kafka offset commit failed: the message will be delivered again", err,
