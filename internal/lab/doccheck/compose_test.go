@@ -42,6 +42,7 @@ var infraPorts = map[string][]string{
 	"postgres":             {"5432"},
 	"rabbitmq":             {"5672"},
 	"nats":                 {"4222"},
+	"apache/kafka":         {"9092"},
 	"jaegertracing/jaeger": {"4317", "4318"},
 }
 
@@ -148,6 +149,7 @@ func TestComposeStarts(t *testing.T) {
 		{"docker compose up", nil, nil, nil, config.BrokerPostgres},
 		{"BROKER=amqp docker compose --profile amqp up", map[string]string{"BROKER": "amqp"}, []string{"amqp"}, []string{"rabbitmq"}, config.BrokerAMQP},
 		{"BROKER=nats docker compose --profile nats up", map[string]string{"BROKER": "nats"}, []string{"nats"}, []string{"nats"}, config.BrokerNATS},
+		{"BROKER=kafka docker compose --profile kafka up", map[string]string{"BROKER": "kafka"}, []string{"kafka"}, []string{"kafka"}, config.BrokerKafka},
 		{"docker compose --profile demo up", nil, []string{"demo"}, []string{"scenarios"}, config.BrokerPostgres},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,7 +214,7 @@ func TestComposeEnvironmentIsWhatConfigReads(t *testing.T) {
 }
 
 func TestComposeEveryBrokerValidates(t *testing.T) {
-	for _, broker := range []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS} {
+	for _, broker := range []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS, config.BrokerKafka} {
 		p := loadCompose(t, map[string]string{"BROKER": broker}, "*")
 		for _, s := range orderpaidServices(p) {
 			if cfg, err := config.Load(getenv(s)); err != nil {
@@ -363,6 +365,23 @@ func TestComposeURLsNameServices(t *testing.T) {
 				t.Errorf("service %s: WEBHOOK_URL path %q, want /webhooks/payments", s.Name, u.Path)
 			}
 			checkCredentials(t, s.Name+": "+name, u, target)
+		}
+		// KAFKA_BROKERS is a list of host:port, not a URL.
+		for _, hostPort := range strings.Split(getenv(s)("KAFKA_BROKERS"), ",") {
+			if hostPort == "" {
+				continue
+			}
+			host, port, err := net.SplitHostPort(hostPort)
+			if err != nil {
+				t.Errorf("service %s: KAFKA_BROKERS entry %q: %v", s.Name, hostPort, err)
+				continue
+			}
+			target, ok := p.Services[host]
+			if !ok {
+				t.Errorf("service %s: KAFKA_BROKERS entry %q: no service named %q", s.Name, hostPort, host)
+			} else if ports := infraPorts[imageName(target.Image)]; !slices.Contains(ports, port) {
+				t.Errorf("service %s: KAFKA_BROKERS entry %q: %s listens on %v, not %q", s.Name, hostPort, host, ports, port)
+			}
 		}
 	}
 }
