@@ -237,3 +237,15 @@ func (s *Stage) Command(ctx context.Context, args ...string) (string, error) {
 
 // Track adds an order to those the stage counts.
 func (s *Stage) Track(id uuid.UUID) { s.orders = append(s.orders, id) }
+
+// waitCrashed waits for w to end on the crash fault (--faults NAME=crash):
+// exit 137, as a SIGKILL. Another ending is an error naming w's log.
+func (s *Stage) waitCrashed(ctx context.Context, w *childproc.Proc) error {
+	if err := w.WaitExit(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	if code := w.ExitCode(); code != 137 {
+		return fmt.Errorf("worker exited with %d, want the crash fault's 137; see %s", code, w.LogPath())
+	}
+	return nil
+}
