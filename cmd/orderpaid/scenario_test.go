@@ -45,7 +45,7 @@ func TestScenarioUsageErrors(t *testing.T) {
 		{"scenario", "run", "two-events", "--without", "outbox"}, // not what two-events demonstrates
 		{"scenario", "run", "all", "--matrix", "--without", "inbox"},
 		{"scenario", "run", "all", "--parallel", "0"},
-		{"scenario", "run", "all", "--broker", "kafka"},
+		{"scenario", "run", "all", "--broker", "sqs"},
 		{"retention", "--inbox-window", "1h"},
 		{"reprocess", "--poison", "--window", "0s"},
 	} {
