@@ -58,6 +58,12 @@ type Counts struct {
 	// reconcile settled for the orders (the audit's reconciled).
 	Recorded   int64 `json:"charges_recorded"`
 	Reconciled int64 `json:"reconciled"`
+	// RecordsCommitted and RecordsWritten are the records of a Kafka
+	// transactional loop's output topic (kafka-exactly-once-is-not-enough):
+	// those a read_committed reader sees, and all written, those of aborted
+	// transactions included.
+	RecordsCommitted int64 `json:"kafka_records_committed"`
+	RecordsWritten   int64 `json:"kafka_records_written"`
 }
 
 // Metric names one number of Counts in a Check.
@@ -88,6 +94,8 @@ const (
 	Poisoned            Metric = "poisoned"
 	Recorded            Metric = "charges_recorded"
 	Reconciled          Metric = "reconciled"
+	RecordsCommitted    Metric = "kafka.records_committed"
+	RecordsWritten      Metric = "kafka.records_written"
 )
 
 // Of returns the value of m in c.
@@ -137,6 +145,10 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Recorded
 	case Reconciled:
 		return c.Reconciled
+	case RecordsCommitted:
+		return c.RecordsCommitted
+	case RecordsWritten:
+		return c.RecordsWritten
 	}
 	panic("scenario: unknown metric " + string(m))
 }

@@ -18,7 +18,7 @@ import (
 // Observe reads the counts now: the API's audit of every tracked order, the
 // fakes' records of real charges and e-mails, and the provider calls logged.
 func (s *Stage) Observe(ctx context.Context) (Counts, error) {
-	c := Counts{Orders: len(s.orders)}
+	c := Counts{Orders: len(s.orders), RecordsCommitted: s.kafkaRecordsCommitted, RecordsWritten: s.kafkaRecordsWritten}
 	tracked := map[string]bool{}
 	for _, id := range s.orders {
 		tracked[id.String()] = true

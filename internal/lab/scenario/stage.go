@@ -39,10 +39,13 @@ type Stage struct {
 	procs              []*childproc.Proc
 	started            map[string]int
 
-	orders  []uuid.UUID
-	http    *http.Client
-	notes   *os.File
-	closers []func()
+	orders []uuid.UUID
+	// kafkaRecordsCommitted and kafkaRecordsWritten are what
+	// kafka-exactly-once-is-not-enough counted on its output topic.
+	kafkaRecordsCommitted, kafkaRecordsWritten int64
+	http                                       *http.Client
+	notes                                      *os.File
+	closers                                    []func()
 }
 
 // newStage creates the database (migrated by `orderpaid migrate`) and picks

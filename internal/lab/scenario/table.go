@@ -16,10 +16,12 @@ import (
 // refused for good, after them: REFUSED (refunds the gateway refused),
 // REFUND FAILED (orders moved to refund_failed), POISONED (messages of the
 // orders waiting in the poison queue); and when orderpaid reconcile settled
-// anything, last: RECORDED (the charges on the service's record, the
-// audit's charges) and RECONCILED (what reconcile settled).
+// anything: RECORDED (the charges on the service's record, the audit's
+// charges) and RECONCILED (what reconcile settled); and when a Kafka
+// transactional loop ran, last: KAFKA RECORDS committed/written (its output
+// records a read_committed reader sees, and all written).
 func WriteTable(w io.Writer, results []Result) error {
-	wide, refused, reconciled := false, false, false
+	wide, refused, reconciled, records := false, false, false, false
 	for _, r := range results {
 		c := r.Counts
 		if c.StockReserved+c.StockReleased+c.Refunds+c.Refunded+c.Reversed+c.RefundNotices > 0 {
@@ -30,6 +32,9 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 		if c.Reconciled > 0 {
 			reconciled = true
+		}
+		if c.RecordsWritten > 0 {
+			records = true
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -42,6 +47,9 @@ func WriteTable(w io.Writer, results []Result) error {
 	}
 	if reconciled {
 		header += "\tRECORDED\tRECONCILED"
+	}
+	if records {
+		header += "\tKAFKA RECORDS committed/written"
 	}
 	fmt.Fprintln(tw, header+"\tVERDICT")
 	for _, r := range results {
@@ -61,6 +69,9 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 		if reconciled {
 			fmt.Fprintf(tw, "%d\t%d\t", c.Recorded, c.Reconciled)
+		}
+		if records {
+			fmt.Fprintf(tw, "%d/%d\t", c.RecordsCommitted, c.RecordsWritten)
 		}
 		fmt.Fprintf(tw, "%s\n", r.Verdict())
 	}
