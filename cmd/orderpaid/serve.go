@@ -65,7 +65,7 @@ func serve(e env, name string, p process) (err error) {
 	var faultSpec, withoutList string
 	var dedupe, abandonBacklog bool
 	if p.api || p.worker {
-		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash[:count]: "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only: needs "+config.DevVariable+"=1)")
+		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash|pause[:count] (pause: hold the step "+fault.PauseFor.String()+", then go on): "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only: needs "+config.DevVariable+"=1)")
 		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(switches.Names(), ", ")+" (workshop only: needs "+config.DevVariable+"=1)")
 	}
 	if p.worker {
@@ -291,7 +291,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
 			if cfg.ConsumerPosition == config.PositionWithEffects {
-				reader, err = b.BatchReaderWithEffects(bt.topic, bt.group, n)
+				reader, err = b.BatchReaderWithEffects(pool, bt.topic, bt.group, n)
 			}
 			if err != nil {
 				return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)

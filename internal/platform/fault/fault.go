@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrInjected is the error an armed fault point returns.
@@ -28,7 +29,18 @@ const (
 	Fail Mode = "error"
 	// Crash ends the process at once, as a SIGKILL would.
 	Crash Mode = "crash"
+	// Pause holds the step for PauseFor, then lets it go on: a GC pause, a
+	// stalled disk or a slow batch, in which something else happens (a
+	// consumer joins the group, the process is killed) while the step is
+	// held.
+	Pause Mode = "pause"
 )
+
+// PauseFor is how long a point armed in Pause mode holds its step: long
+// enough for a scenario to start another process and act while it waits,
+// shorter than a Kafka rebalance's timeout (30s), so a pause alone drops no
+// member from its group.
+const PauseFor = 20 * time.Second
 
 // Set holds the armed fault points. A nil Set is inert: every hit is a
 // no-op.
@@ -36,6 +48,7 @@ type Set struct {
 	mu    sync.Mutex
 	armed map[string]arming
 	crash func()
+	pause time.Duration // PauseFor; shorter in this package's tests
 }
 
 type arming struct {
@@ -46,13 +59,14 @@ type arming struct {
 // New returns an empty Set. crash is called by points armed in
 // Crash mode.
 func New(crash func()) *Set {
-	return &Set{armed: map[string]arming{}, crash: crash}
+	return &Set{armed: map[string]arming{}, crash: crash, pause: PauseFor}
 }
 
 // Parse arms points from a spec such as
 // "order_paid.after_mark_paid=error:1,order_confirmed.after_provider_call=crash",
-// as --faults gives it. The count after the colon is how many hits fire
-// (default: every hit).
+// as --faults gives it. The mode is error, crash or pause (Fail, Crash,
+// Pause); the count after the colon is how many hits fire (default: every
+// hit).
 //
 // known lists every point the code hits. A name not in it is refused: arming
 // a misspelt point would arm nothing, and the scenario or test that relies
@@ -82,8 +96,8 @@ func Parse(spec string, known []string, crash func()) (*Set, error) {
 			}
 			times = n
 		}
-		if Mode(mode) != Fail && Mode(mode) != Crash {
-			return nil, fmt.Errorf("fault %q: mode must be error or crash", item)
+		if m := Mode(mode); m != Fail && m != Crash && m != Pause {
+			return nil, fmt.Errorf("fault %q: mode must be error, crash or pause", item)
 		}
 		s.Arm(name, Mode(mode), times)
 	}
@@ -97,9 +111,11 @@ func (s *Set) Arm(point string, mode Mode, times int) {
 	s.armed[point] = arming{mode: mode, times: times}
 }
 
-// Hit fires the point if it is armed: it returns ErrInjected, or crashes
-// the process for a point armed in Crash mode. Otherwise, and always on a
-// nil Set (production), it returns nil.
+// Hit fires the point if it is armed: it returns ErrInjected, crashes the
+// process for a point armed in Crash mode, or holds the caller for PauseFor
+// and returns nil for one armed in Pause mode (the step then goes on, as
+// after a GC pause). Otherwise, and always on a nil Set (production), it
+// returns nil.
 func (s *Set) Hit(point string) error {
 	if s == nil {
 		return nil
@@ -116,6 +132,10 @@ func (s *Set) Hit(point string) error {
 	}
 	s.mu.Unlock()
 	if !ok {
+		return nil
+	}
+	if a.mode == Pause {
+		time.Sleep(s.pause)
 		return nil
 	}
 	if a.mode == Crash && s.crash != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -70,7 +71,7 @@ func TestParseFaultsRefusesBadModesAndCounts(t *testing.T) {
 	t.Parallel()
 	for spec, want := range map[string]string{
 		"order_paid.before_ack":           "want name=mode[:count]",
-		"order_paid.before_ack=explode":   "mode must be error or crash",
+		"order_paid.before_ack=explode":   "mode must be error, crash or pause",
 		"order_paid.before_ack=error:0":   "count must be a positive integer",
 		"order_paid.before_ack=error:one": "count must be a positive integer",
 	} {
@@ -95,5 +96,32 @@ func TestCrashAndInertSet(t *testing.T) {
 	}
 	if err := s.Hit(beforeAck); !errors.Is(err, fault.ErrInjected) || crashed != 1 {
 		t.Errorf("Hit of a point armed to crash: %v, crashed %d; want ErrInjected, 1", err, crashed)
+	}
+}
+
+// A point armed in Pause mode holds its caller, then lets the step go on
+// (nil, no crash), for as many hits as armed; the next hit passes at once.
+func TestPauseHoldsTheStep(t *testing.T) {
+	t.Parallel()
+	crashed := 0
+	s, err := fault.Parse(beforeAck+"=pause:1", known, func() { crashed++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pause = 50 * time.Millisecond
+	fault.SetPause(s, pause)
+	start := time.Now()
+	if err := s.Hit(beforeAck); err != nil || crashed != 0 {
+		t.Errorf("Hit of a point armed to pause: %v, crashed %d; want nil, 0", err, crashed)
+	}
+	if held := time.Since(start); held < pause {
+		t.Errorf("Hit of a point armed to pause returned after %s, want at least %s", held, pause)
+	}
+	start = time.Now()
+	if err := s.Hit(beforeAck); err != nil {
+		t.Errorf("second hit (paused once): %v, want nil", err)
+	}
+	if held := time.Since(start); held >= pause {
+		t.Errorf("second hit (paused once) held %s, want no pause", held)
 	}
 }
