@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/orderpaid/orderpaid/internal/lab/bench"
-	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // errTargetsMissed is returned by `bench --strict` when a performance target
@@ -23,7 +22,7 @@ var errTargetsMissed = errors.New("bench: at least one target was not met (see t
 // allowed to create databases. See internal/lab/bench and docs/performance.md.
 func runBench(e env) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	brokerName := fs.String("broker", "", "postgres, amqp or nats (default: BROKER, else postgres)")
+	brokerName := fs.String("broker", "", "postgres, amqp, nats or kafka (KAFKA_BROKERS, else an in-process cluster) (default: BROKER, else postgres)")
 	orders := fs.Int("orders", 5000, "orders per run")
 	senders := fs.Int("senders", 16, "concurrent webhook senders")
 	ceilingWorkers := fs.Int("ceiling-workers", 16, "goroutines running the ceiling transaction")
@@ -60,8 +59,8 @@ func runBench(e env) error {
 	if *brokerName != "" {
 		cfg.Broker = *brokerName
 	}
-	if !slices.Contains([]string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS}, cfg.Broker) {
-		return usageError{fmt.Errorf("bench: --broker %q: want postgres, amqp or nats", cfg.Broker)}
+	if !slices.Contains(soakBrokers, cfg.Broker) {
+		return usageError{fmt.Errorf("bench: --broker %q: want postgres, amqp, nats or kafka", cfg.Broker)}
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -73,7 +72,7 @@ func runBench(e env) error {
 		}
 	}
 	rep, err := bench.Suite(e.ctx, bench.Config{
-		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL,
+		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: kafkaBrokersSet(cfg),
 		LogDir: *logDir, Orders: *orders, Senders: *senders, CeilingWorkers: *ceilingWorkers, Keep: *keep,
 		Progress: e.stderr,
 	}, plan)

@@ -16,10 +16,11 @@ func TestBenchAndSoakCommandLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--broker", "kafka"}, `--broker "kafka"`},
+		{[]string{"bench", "--broker", "sqs"}, `--broker "sqs": want postgres, amqp, nats or kafka`},
 		{[]string{"bench", "--runs", "sideways"}, `unknown run "sideways"`},
 		{[]string{"bench", "--orders", "0"}, "must be positive"},
-		{[]string{"soak", "--broker", "kafka"}, `--broker "kafka"`},
+		{[]string{"soak", "--broker", "sqs"}, `--broker "sqs": want nats, postgres, amqp or kafka`},
+		{[]string{"soak", "--reconcile", "--broker", "sqs"}, `--broker "sqs"`},
 		{[]string{"soak", "--duplicates", "1.5"}, "--duplicates 1.5"},
 		{[]string{"soak", "--kill-every", "0s"}, "--kill-every"},
 		{[]string{"soak", "--restart-rabbitmq"}, "needs --broker amqp"},

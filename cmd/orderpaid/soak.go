@@ -14,6 +14,19 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
+// soakBrokers are the brokers the soak and the bench run on.
+var soakBrokers = []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS, config.BrokerKafka}
+
+// kafkaBrokersSet is KAFKA_BROKERS as given, "" when it is not set: the
+// soak and the bench then start an in-process Kafka cluster
+// (internal/lab/kafkalab) instead of trying config.DefaultKafkaBrokers.
+func kafkaBrokersSet(cfg config.Config) string {
+	if !cfg.KafkaBrokersSet {
+		return ""
+	}
+	return strings.Join(cfg.KafkaBrokers, ",")
+}
+
 // errSoakFailed is returned when an invariant did not hold; the report
 // above it says which.
 var errSoakFailed = errors.New("soak: invariants violated (see the report above)")
@@ -22,7 +35,7 @@ var errSoakFailed = errors.New("soak: invariants violated (see the report above)
 // restarting them, then checks every invariant. See internal/lab/soak.
 func runSoak(e env) error {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
-	brokerName := fs.String("broker", config.BrokerNATS, "nats (a private nats-server the soak restarts), postgres or amqp")
+	brokerName := fs.String("broker", config.BrokerNATS, "nats (a private nats-server the soak restarts), postgres, amqp or kafka (KAFKA_BROKERS, else an in-process cluster)")
 	orders := fs.Int("orders", 10_000, "orders to pay (with --reconcile: default 1000)")
 	duplicates := fs.Float64("duplicates", 0.3, "share of orders whose webhook is delivered twice (0 to 1)")
 	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
@@ -58,8 +71,8 @@ func runSoak(e env) error {
 		return usageError{fmt.Errorf("soak: --%s: only with --reconcile", set[0])}
 	}
 	switch {
-	case !slices.Contains([]string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS}, *brokerName):
-		return usageError{fmt.Errorf("soak: --broker %q: want nats, postgres or amqp", *brokerName)}
+	case !slices.Contains(soakBrokers, *brokerName):
+		return usageError{fmt.Errorf("soak: --broker %q: want nats, postgres, amqp or kafka", *brokerName)}
 	case *orders < 1 || *workers < 1 || *rate <= 0:
 		return usageError{errors.New("soak: --orders, --workers and --rate must be positive")}
 	case *duplicates < 0 || *duplicates > 1:
@@ -93,7 +106,7 @@ func runSoak(e env) error {
 		}
 	}
 	rep, err := soak.Run(e.ctx, soak.Config{
-		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL,
+		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL, KafkaBrokers: kafkaBrokersSet(cfg),
 		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, Workers: *workers, Without: *withoutList, Rate: *rate,
 		KillEvery: *killEvery, RestartEvery: *restartEvery,
 		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
@@ -148,8 +161,8 @@ func runReconcileSoak(e env, fs *flag.FlagSet, rf soakReconcileFlags, c soak.Rec
 	switch set := setFlags(fs, rf.notWith...); {
 	case len(set) > 0:
 		return usageError{fmt.Errorf("soak: --%s does not apply with --reconcile", set[0])}
-	case !slices.Contains([]string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS}, c.Broker):
-		return usageError{fmt.Errorf("soak: --broker %q: want nats, postgres or amqp", c.Broker)}
+	case !slices.Contains(soakBrokers, c.Broker):
+		return usageError{fmt.Errorf("soak: --broker %q: want nats, postgres, amqp or kafka", c.Broker)}
 	case c.Orders < 1 || c.Workers < 1 || c.Rate <= 0:
 		return usageError{errors.New("soak: --orders, --workers and --rate must be positive")}
 	case *rf.dropWebhooks <= 0 || *rf.dropWebhooks >= 1 || *rf.giveUp <= 0 || *rf.giveUp > 1:
@@ -169,7 +182,7 @@ func runReconcileSoak(e env, fs *flag.FlagSet, rf soakReconcileFlags, c soak.Rec
 			return fmt.Errorf("soak: create a log directory (set --logs): %w", err)
 		}
 	}
-	c.AdminURL, c.AMQPURL = cfg.DatabaseURL, cfg.AMQPURL
+	c.AdminURL, c.AMQPURL, c.KafkaBrokers = cfg.DatabaseURL, cfg.AMQPURL, kafkaBrokersSet(cfg)
 	c.GatewayDelay, c.DropWebhooks, c.GiveUp, c.Grace, c.ReconcileEvery = *rf.gatewayDelay, *rf.dropWebhooks, *rf.giveUp, *rf.grace, *rf.every
 	c.KeepOnFailure, c.Progress = true, e.stderr
 	rep, err := soak.RunReconcile(e.ctx, c)

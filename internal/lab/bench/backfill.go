@@ -48,19 +48,21 @@ func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res Backfil
 		fmt.Fprintf(cfg.Progress, "bench: backfill: warning: %v\n", err)
 	}
 	prefix := "b" + RandomHex(4) + "_"
-	defer func() { err = errors.Join(err, DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, prefix)) }()
+	defer func() {
+		err = errors.Join(err, DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, cfg.KafkaBrokers, prefix))
+	}()
 	logDir, err := runLogDir(cfg.LogDir, "backfill")
 	if err != nil {
 		return res, err
 	}
 	stack, err := StartStack(ctx, StackConfig{Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, NoAPI: true, BatchSize: batchSize})
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, NoAPI: true, BatchSize: batchSize})
 	if err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, stack.Stop()) }()
 
-	before := takeUsage(stack, cfg.Broker)
+	before := takeUsage(stack, cfg)
 	start := time.Now()
 	op, err := StartProc(cfg.Binary, logDir, "backfill", []string{"DATABASE_URL=" + d.URL},
 		[]string{"backfill", "--from", paidAt.Add(-time.Second).Format(time.RFC3339), "--to", paidAt.Add(time.Second).Format(time.RFC3339)})
@@ -106,7 +108,7 @@ func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res Backfil
 		}
 	}
 	res.Elapsed = time.Since(start)
-	res.Usage = usageBetween(before, takeUsage(stack, cfg.Broker), res.Elapsed)
+	res.Usage = usageBetween(before, takeUsage(stack, cfg), res.Elapsed)
 	for _, u := range res.Usage {
 		if u.Name == "worker1" {
 			res.WorkerPeakRSSKB = u.PeakRSSKB

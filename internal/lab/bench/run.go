@@ -23,8 +23,15 @@ type Config struct {
 	// AdminURL is a PostgreSQL URL whose role may create databases; every
 	// run gets a database of its own on that server.
 	AdminURL string
-	// Broker is postgres, amqp or nats; AMQPURL and NATSURL locate the last two.
-	Broker, AMQPURL, NATSURL string
+	// Broker is postgres, amqp, nats or kafka; AMQPURL, NATSURL and
+	// KafkaBrokers (a KAFKA_BROKERS list) locate the last three. With kafka
+	// and no KafkaBrokers, Suite starts an in-process cluster
+	// (internal/lab/kafkalab) for the invocation.
+	Broker, AMQPURL, NATSURL, KafkaBrokers string
+	// kafkaInProcess is set by Suite when the cluster of KafkaBrokers runs
+	// in this process: its CPU is then the load generator's, and the report
+	// names that column bench+kafka.
+	kafkaInProcess bool
 	// LogDir receives the processes' logs.
 	LogDir string
 	// Orders is the number of orders per run (default 5000).
@@ -116,14 +123,16 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 		progress("warning: %v", err)
 	}
 	prefix := "b" + RandomHex(4) + "_"
-	defer func() { err = errors.Join(err, DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, prefix)) }()
+	defer func() {
+		err = errors.Join(err, DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, cfg.KafkaBrokers, prefix))
+	}()
 	logDir, err := runLogDir(cfg.LogDir, spec.Name)
 	if err != nil {
 		return Result{}, err
 	}
 	stack, err := StartStack(ctx, StackConfig{
 		Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, Without: spec.Without,
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, Without: spec.Without,
 		BatchSize: spec.BatchSize,
 	})
 	if err != nil {
@@ -132,7 +141,7 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	defer func() { err = errors.Join(err, stack.Stop()) }()
 
 	progress("sending %d webhooks (database %s, logs in %s)", len(orders), d.Name, logDir)
-	before := takeUsage(stack, cfg.Broker)
+	before := takeUsage(stack, cfg)
 	load, err := Send(ctx, LoadConfig{API: stack.API, Secret: []byte(stack.Secret), Senders: cfg.Senders, Rate: spec.Rate},
 		Deliveries(orders, prefix))
 	if err != nil {
@@ -146,7 +155,7 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	if err != nil {
 		return Result{}, err
 	}
-	after := takeUsage(stack, cfg.Broker)
+	after := takeUsage(stack, cfg)
 	e2e, last := EndToEnd(load.Accepted, sent)
 	res = Result{Spec: spec, Orders: len(orders), Elapsed: last.Sub(load.Start), E2E: e2e, Retries: load.Retries}
 	res.Usage = usageBetween(before, after, res.Elapsed)

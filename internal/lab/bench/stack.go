@@ -19,8 +19,10 @@ type StackConfig struct {
 	Binary, LogDir string
 	// DatabaseURL is the run's database.
 	DatabaseURL string
-	// Broker is postgres, amqp or nats; AMQPURL and NATSURL locate the last two.
-	Broker, AMQPURL, NATSURL string
+	// Broker is postgres, amqp, nats or kafka; AMQPURL, NATSURL and
+	// KafkaBrokers (KAFKA_BROKERS, given to the processes only when set)
+	// locate the last three.
+	Broker, AMQPURL, NATSURL, KafkaBrokers string
 	// Prefix is the BROKER_PREFIX of the run, so runs never share a queue.
 	Prefix string
 	// Without lists the guards switched off (--without), "" for all on.
@@ -86,6 +88,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	if cfg.Position != "" {
 		s.env = append(s.env, "CONSUMER_POSITION="+cfg.Position)
+	}
+	if cfg.KafkaBrokers != "" {
+		s.env = append(s.env, "KAFKA_BROKERS="+cfg.KafkaBrokers)
 	}
 	if s.fakes, err = s.start(ctx, "fakes", "fakes listening on", nil, "fakes"); err != nil {
 		return nil, err

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
@@ -53,6 +55,16 @@ type Report struct {
 func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 	cfg = cfg.withDefaults()
 	rep := Report{Date: time.Now().UTC(), Machine: machine(), Broker: cfg.Broker, Cores: runtime.NumCPU()}
+	if cfg.Broker == config.BrokerKafka && cfg.KafkaBrokers == "" {
+		cluster, err := kafkalab.Start()
+		if err != nil {
+			return rep, err
+		}
+		defer cluster.Close()
+		cfg.KafkaBrokers, cfg.kafkaInProcess = cluster.Brokers(), true
+		rep.Broker = "kafka (in-process cluster: franz-go's kfake, not a real Kafka)"
+		fmt.Fprintf(cfg.Progress, "bench: KAFKA_BROKERS is not set: the runs use an in-process Kafka cluster at %s (franz-go's kfake, inside this process: its CPU counts in the bench+kafka column; gone when the bench ends); set KAFKA_BROKERS to measure a real one\n", cfg.KafkaBrokers)
+	}
 	d, err := CreateDatabase(ctx, cfg.AdminURL, "orderpaid_bench")
 	if err != nil {
 		return rep, err

@@ -8,14 +8,19 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // DeleteTopology removes what a run left on a shared broker under its
 // prefix: RabbitMQ queues and exchanges, NATS streams (with their durable
-// consumers). PostgreSQL needs nothing: the run's database is dropped.
-func DeleteTopology(broker, amqpURL, natsURL, prefix string) error {
+// consumers), Kafka topics and consumer groups (kafkaBrokers, a
+// KAFKA_BROKERS list). PostgreSQL needs nothing: the run's database is
+// dropped.
+func DeleteTopology(broker, amqpURL, natsURL, kafkaBrokers, prefix string) error {
 	switch broker {
+	case config.BrokerKafka:
+		return kafkalab.DeleteUnder(kafkaBrokers, prefix)
 	case config.BrokerAMQP:
 		conn, err := amqp091.Dial(amqpURL)
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 // Usage is one process's (or process group's) share of a run.
 type Usage struct {
 	// Name is api, worker1, fakes, postgres, the broker's name or bench
-	// (the load generator itself).
+	// (the load generator itself; bench+kafka when the in-process Kafka
+	// cluster runs inside it).
 	Name string
 	// CPU is the CPU time used during the run.
 	CPU time.Duration
@@ -32,7 +33,7 @@ var brokerProcess = map[string]string{config.BrokerAMQP: "beam.smp", config.Brok
 
 // takeUsage reads the CPU time of each process of the stack, of the
 // PostgreSQL server, of the broker and of the load generator.
-func takeUsage(s *Stack, broker string) usageSnapshot {
+func takeUsage(s *Stack, cfg Config) usageSnapshot {
 	u := usageSnapshot{cpu: map[string]time.Duration{}, peak: map[string]int64{}}
 	add := func(name string, cpu time.Duration, peak int64) {
 		u.names = append(u.names, name)
@@ -43,10 +44,14 @@ func takeUsage(s *Stack, broker string) usageSnapshot {
 		add(p.Name, cpu, peak)
 	}
 	add("postgres", groupCPU("postgres"), 0)
-	if name, ok := brokerProcess[broker]; ok {
-		add(broker, groupCPU(name), 0)
+	if name, ok := brokerProcess[cfg.Broker]; ok {
+		add(cfg.Broker, groupCPU(name), 0)
 	}
-	add("bench", selfCPU(), 0)
+	self := "bench"
+	if cfg.kafkaInProcess {
+		self = "bench+kafka"
+	}
+	add(self, selfCPU(), 0)
 	return u
 }
 

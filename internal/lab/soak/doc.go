@@ -11,10 +11,18 @@
 //     killer and an orchestrator would;
 //   - restarts a worker gracefully (SIGTERM, then a new one), which stops its
 //     outbox relay and its consumers in the middle of a batch;
-//   - restarts the broker once (a private nats-server, or RabbitMQ's app);
+//   - restarts the broker once (a private nats-server, or RabbitMQ's app;
+//     never the in-process Kafka cluster, which keeps its records in
+//     memory only);
 //   - restarts PostgreSQL once (Config.RestartPostgres; disruptive for every
 //     other user of the server, so tests enable it only with
 //     ORDERPAID_DISRUPTIVE=1).
+//
+// On the in-process Kafka cluster (broker kafka without KAFKA_BROKERS) a
+// SIGKILL waits until every consumer group is stable, one member per
+// running worker: kfake never expires a member killed in its first
+// JoinGroup (internal/lab/kafkalab/groups.go), so the kills come about one
+// per session timeout (10s) there.
 //
 // When the load is delivered and the faults stop, the soak waits until the
 // flow settles and checks every invariant: each order paid once, one

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/bench"
+	"github.com/orderpaid/orderpaid/internal/platform/broker"
 )
 
 // Fault is one fault injected, for the report.
@@ -24,10 +26,13 @@ type Fault struct {
 
 // injector injects faults into a running stack until its context ends.
 type injector struct {
-	stack  *bench.Stack
-	cfg    Config
-	start  time.Time
-	nats   *natsServer
+	stack *bench.Stack
+	cfg   Config
+	start time.Time
+	// own is the broker the soak started for itself, if any; prefix the
+	// run's BROKER_PREFIX.
+	own    ownBroker
+	prefix string
 	logger func(format string, args ...any)
 
 	mu     sync.Mutex
@@ -108,15 +113,41 @@ func (in *injector) running() []*bench.Proc {
 }
 
 // killWorker SIGKILLs a random worker and starts another in its place.
+// On the in-process Kafka cluster it first waits until no member is in its
+// first JoinGroup (kafkaGroupsStable), or skips the kill.
 func (in *injector) killWorker(ctx context.Context) {
 	ws := in.running()
 	if len(ws) == 0 {
+		return
+	}
+	if err := in.kafkaGroupsStable(ctx, len(ws)); err != nil {
+		if ctx.Err() == nil {
+			in.record("SIGKILL skipped", time.Now(), err)
+		}
 		return
 	}
 	w := ws[rand.IntN(len(ws))]
 	began := time.Now()
 	in.record("SIGKILL "+w.Name, began, w.Kill())
 	in.replace(ctx)
+}
+
+// kafkaGroupsStable waits, on the in-process Kafka cluster only, until
+// every consumer group of the run is stable with one member per running
+// worker: kfake never expires a member killed in its first JoinGroup
+// (internal/lab/kafkalab/groups.go). Every kill then still lands in the
+// middle of the flow, with messages in hand and offsets not committed. A
+// real cluster expires such a member after its session, so the soak does
+// not wait there. It waits at most a rebalance timeout and a session.
+func (in *injector) kafkaGroupsStable(ctx context.Context, workers int) error {
+	if in.own.kafka == nil {
+		return nil
+	}
+	var groups []string
+	for _, s := range consumer.Subscriptions() {
+		groups = append(groups, broker.KafkaGroup(in.prefix+s.Topic, s.Group))
+	}
+	return in.own.kafka.WaitGroupsStable(ctx, groups, workers, time.Minute)
 }
 
 // restartWorker stops a random worker with SIGTERM (its relay and
@@ -161,12 +192,14 @@ func (in *injector) replace(ctx context.Context) {
 
 // restartBroker restarts the broker once: the private nats-server, or
 // RabbitMQ's app when cfg.RestartRabbitMQ. On the postgres broker the
-// broker is the database: its restart is the PostgreSQL restart.
+// broker is the database: its restart is the PostgreSQL restart. Kafka is
+// not restarted: the in-process cluster would come back empty, and a real
+// one is not the soak's to stop.
 func (in *injector) restartBroker(ctx context.Context) {
 	began := time.Now()
 	switch {
-	case in.nats != nil:
-		in.record("nats-server restart (SIGKILL, 2s down)", began, toTheEnd(ctx, func(ctx context.Context) error { return in.nats.restart(ctx, 2*time.Second) }))
+	case in.own.nats != nil:
+		in.record("nats-server restart (SIGKILL, 2s down)", began, toTheEnd(ctx, func(ctx context.Context) error { return in.own.nats.restart(ctx, 2*time.Second) }))
 	case in.cfg.RestartRabbitMQ:
 		in.record("RabbitMQ restart (stop_app, 2s, start_app)", began, toTheEnd(ctx, func(ctx context.Context) error { return restartRabbitMQ(ctx, 2*time.Second) }))
 	}

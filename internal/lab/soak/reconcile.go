@@ -23,10 +23,11 @@ import (
 // twice at once, during the load and after it. Zero values take the
 // documented defaults.
 type ReconcileConfig struct {
-	// Binary, AdminURL, Broker, AMQPURL, NATSURL and NATSServer are as in
-	// Config (with nats and no NATSURL, a private nats-server).
-	Binary, AdminURL                     string
-	Broker, AMQPURL, NATSURL, NATSServer string
+	// Binary, AdminURL, Broker, AMQPURL, NATSURL, NATSServer and
+	// KafkaBrokers are as in Config (with nats and no NATSURL, a private
+	// nats-server; with kafka and no KafkaBrokers, an in-process cluster).
+	Binary, AdminURL                                   string
+	Broker, AMQPURL, NATSURL, NATSServer, KafkaBrokers string
 	// Orders is the number of orders paid (default 1000); Rate the orders
 	// created and paid per second (default 25); Workers the worker
 	// processes (default 2).
@@ -107,16 +108,15 @@ func RunReconcile(ctx context.Context, cfg ReconcileConfig) (rep ReconcileReport
 		}
 		err = errors.Join(err, d.Drop())
 	}()
-	if cfg.Broker == config.BrokerNATS && cfg.NATSURL == "" {
-		nats, err := startNATS(ctx, cfg.NATSServer, cfg.LogDir)
-		if err != nil {
-			return rep, err
-		}
-		defer nats.stop()
-		cfg.NATSURL = nats.URL()
+	own, err := startOwnBroker(ctx, cfg.Broker, cfg.NATSServer, cfg.LogDir, &cfg.NATSURL, &cfg.KafkaBrokers, logf)
+	if err != nil {
+		return rep, err
 	}
+	defer own.stop()
 	prefix := "r" + bench.RandomHex(4) + "_"
-	defer func() { err = errors.Join(err, bench.DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, prefix)) }()
+	defer func() {
+		err = errors.Join(err, bench.DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, cfg.KafkaBrokers, prefix))
+	}()
 	loss, err := newWebhookLoss(cfg.DropWebhooks)
 	if err != nil {
 		return rep, err
@@ -129,7 +129,7 @@ func RunReconcile(ctx context.Context, cfg ReconcileConfig) (rep ReconcileReport
 	defer slow.close()
 	stack, err := bench.StartStack(ctx, bench.StackConfig{
 		Binary: cfg.Binary, LogDir: cfg.LogDir, DatabaseURL: d.URL, Workers: cfg.Workers,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix,
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix,
 		ProvidersURL: slow.URL(), WebhookURL: loss.URL() + "/webhooks/payments",
 	})
 	if err != nil {

@@ -9,8 +9,11 @@ import (
 
 // Report is what one soak did and found.
 type Report struct {
-	Config   Config
-	Database string
+	Config Config
+	// KafkaInProcess: the soak ran on the in-process Kafka cluster it
+	// started (Config.KafkaBrokers was empty).
+	KafkaInProcess bool
+	Database       string
 	// Deliveries is the webhooks delivered: one per order, plus
 	// Redelivered (same event id) and SecondEvents (new event id).
 	Deliveries, Redelivered, SecondEvents int
@@ -35,6 +38,9 @@ func (r Report) Print(w io.Writer) {
 	broker := c.Broker
 	if c.Broker == "nats" && strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
 		broker += " (private nats-server)"
+	}
+	if r.KafkaInProcess {
+		broker += " (in-process cluster, franz-go's kfake)"
 	}
 	fmt.Fprintf(w, "orderpaid soak: %d orders, broker %s, %d workers, database %s\n", c.Orders, broker, c.Workers, r.Database)
 	if c.Without != "" {

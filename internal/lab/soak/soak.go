@@ -26,10 +26,12 @@ type Config struct {
 	// Binary is the orderpaid binary; AdminURL a PostgreSQL URL whose role
 	// may create databases (the soak gets a database of its own).
 	Binary, AdminURL string
-	// Broker is nats (default), postgres or amqp. With nats and no NATSURL
-	// the soak starts a private nats-server (NATSServer, default from PATH),
-	// so that restarting it disturbs nobody.
-	Broker, AMQPURL, NATSURL, NATSServer string
+	// Broker is nats (default), postgres, amqp or kafka. With nats and no
+	// NATSURL the soak starts a private nats-server (NATSServer, default
+	// from PATH), so that restarting it disturbs nobody; with kafka and no
+	// KafkaBrokers (a KAFKA_BROKERS list) an in-process Kafka cluster
+	// (internal/lab/kafkalab), which it never restarts.
+	Broker, AMQPURL, NATSURL, NATSServer, KafkaBrokers string
 	// Orders is the number of orders paid (default 10000).
 	Orders int
 	// Duplicates is the share of orders whose webhook arrives twice
@@ -139,19 +141,19 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		logf("warning: %v", err)
 	}
 
-	in := &injector{cfg: cfg, logger: logf}
-	if cfg.Broker == config.BrokerNATS && cfg.NATSURL == "" {
-		if in.nats, err = startNATS(ctx, cfg.NATSServer, cfg.LogDir); err != nil {
-			return rep, err
-		}
-		defer in.nats.stop()
-		cfg.NATSURL = in.nats.URL()
+	own, err := startOwnBroker(ctx, cfg.Broker, cfg.NATSServer, cfg.LogDir, &cfg.NATSURL, &cfg.KafkaBrokers, logf)
+	if err != nil {
+		return rep, err
 	}
+	defer own.stop()
 	prefix := "s" + bench.RandomHex(4) + "_"
-	defer func() { err = errors.Join(err, bench.DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, prefix)) }()
+	in := &injector{cfg: cfg, logger: logf, own: own, prefix: prefix}
+	defer func() {
+		err = errors.Join(err, bench.DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, cfg.KafkaBrokers, prefix))
+	}()
 	stack, err := bench.StartStack(ctx, bench.StackConfig{
 		Binary: cfg.Binary, LogDir: cfg.LogDir, DatabaseURL: d.URL, Workers: cfg.Workers,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, Prefix: prefix, Without: cfg.Without,
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, Without: cfg.Without,
 		BatchSize: cfg.BatchSize, Position: cfg.Position,
 	})
 	if err != nil {
@@ -162,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 
 	deliveries, redelivered, second := withDuplicates(orders, prefix, cfg.Duplicates)
 	deliveries = withRefunds(deliveries, mix, prefix)
-	rep = Report{Config: cfg, Database: d.Name, Deliveries: len(deliveries), Redelivered: redelivered, SecondEvents: second}
+	rep = Report{Config: cfg, KafkaInProcess: own.kafka != nil, Database: d.Name, Deliveries: len(deliveries), Redelivered: redelivered, SecondEvents: second}
 	logf("%d orders (%d hold a unit of %s, %d refunded), %d webhook deliveries (%d redeliveries, %d second events) at %.0f/s; %d workers; logs in %s",
 		len(orders), len(mix.stocked), stockSKU, len(mix.refunded), len(deliveries), redelivered, second, cfg.Rate, cfg.Workers, cfg.LogDir)
 
