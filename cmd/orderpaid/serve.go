@@ -291,7 +291,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 		} {
 			reader, err := b.BatchReader(bt.topic, bt.group, n)
 			if cfg.ConsumerPosition == config.PositionWithEffects {
-				reader, err = b.BatchReaderWithEffects(bt.topic, bt.group, n)
+				reader, err = b.BatchReaderWithEffects(pool, bt.topic, bt.group, n)
 			}
 			if err != nil {
 				return fmt.Errorf("CONSUMER_BATCH_SIZE=%d: %w", n, err)

@@ -48,6 +48,9 @@ type kafkaBatchSource struct {
 	group   string // the Kafka group: KafkaGroup(topic, consumer group)
 	size    int
 	faults  *fault.Set
+	// positions, when set, keeps the group's position in PostgreSQL with
+	// the batch's effects (CONSUMER_POSITION=with-effects, kafkaPositions).
+	positions *kafkaPositions
 }
 
 // Loop reads batches and hands them to handle until ctx ends (see
@@ -68,9 +71,16 @@ func (s *kafkaBatchSource) Loop(ctx context.Context, poll, backoff time.Duration
 		func() (int, int, error) {
 			if cl == nil {
 				var err error
-				if cl, err = kafkaGroupClient(s.brokers, s.topic, s.group, nil); err != nil {
+				var seek []kgo.Opt
+				if s.positions != nil {
+					seek = append(seek, s.positions.seekOnAssign(s.group))
+				}
+				if cl, err = kafkaGroupClient(s.brokers, s.topic, s.group, nil, seek...); err != nil {
 					return 0, 0, err
 				}
+			}
+			if s.positions != nil {
+				return s.positions.read(ctx, s, cl, poll, handle)
 			}
 			return s.read(ctx, cl, poll, handle)
 		},

@@ -249,8 +249,8 @@ func leaveAndClose(cl *kgo.Client) {
 // starting at the first record kept (AtStart), a rebalance held while
 // polled records are in hand (BlockRebalanceOnPoll: the caller calls
 // AllowRebalance when they are settled). rebalanceWaits, if not nil, is set
-// when a rebalance is held.
-func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *atomic.Bool) (*kgo.Client, error) {
+// when a rebalance is held; extra options follow the defaults.
+func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *atomic.Bool, extra ...kgo.Opt) (*kgo.Client, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ClientID("orderpaid"),
@@ -268,6 +268,7 @@ func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *ato
 		// client's 500ms: 5s was seen delaying a new member's first records.
 		kgo.FetchMaxWait(kafkaFetchMaxWait),
 	}
+	opts = append(opts, extra...)
 	if rebalanceWaits != nil {
 		opts = append(opts, kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { rebalanceWaits.Store(true) }))
 	}

@@ -93,7 +93,8 @@ type Config struct {
 	// ConsumerPosition is where a batch consumer's position commits
 	// (CONSUMER_POSITION): PositionSeparate (default), in the reader's own
 	// transaction after the handler's; PositionWithEffects, in one
-	// transaction with the effects (the postgres broker, batch mode).
+	// transaction with the effects (batch mode, on the postgres broker or
+	// on Kafka, whose offsets are then kept in PostgreSQL).
 	ConsumerPosition string
 
 	// httpAddrSet: HTTP_ADDR is set, and a dev run keeps it (ForDevRun).
@@ -166,8 +167,8 @@ func Load(getenv func(string) string) (Config, error) {
 	case cfg.ConsumerPosition == PositionSeparate:
 	case cfg.ConsumerPosition != PositionWithEffects:
 		return Config{}, fmt.Errorf("CONSUMER_POSITION=%q: want %s (the default) or %s", cfg.ConsumerPosition, PositionSeparate, PositionWithEffects)
-	case cfg.Broker != BrokerPostgres:
-		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs BROKER=postgres: the position can commit with the effects only where both live in one database (BROKER=%s)", PositionWithEffects, cfg.Broker)
+	case cfg.Broker != BrokerPostgres && cfg.Broker != BrokerKafka:
+		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs BROKER=postgres or BROKER=kafka: the position commits with the effects only where it can be kept in their database (on BROKER=%s it is an ack the broker keeps)", PositionWithEffects, cfg.Broker)
 	case cfg.ConsumerBatchSize < 2:
 		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs CONSUMER_BATCH_SIZE above 1: it is a mode of the batch reader (set CONSUMER_BATCH_SIZE=100, say)", PositionWithEffects)
 	}

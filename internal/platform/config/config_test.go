@@ -214,7 +214,7 @@ func TestWebhookSecretRefusesGuessableSecrets(t *testing.T) {
 }
 
 // CONSUMER_POSITION is separate unless set; with-effects only with the
-// postgres broker in batch mode, and every refusal says what to set.
+// postgres broker or Kafka in batch mode, and every refusal says what to set.
 func TestConsumerPosition(t *testing.T) {
 	for _, tt := range []struct {
 		env  map[string]string
@@ -224,7 +224,8 @@ func TestConsumerPosition(t *testing.T) {
 		{map[string]string{}, config.PositionSeparate, ""},
 		{map[string]string{"CONSUMER_POSITION": "separate", "BROKER": "amqp"}, config.PositionSeparate, ""},
 		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100"}, config.PositionWithEffects, ""},
-		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100", "BROKER": "nats"}, "", "needs BROKER=postgres"},
+		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100", "BROKER": "kafka"}, config.PositionWithEffects, ""},
+		{map[string]string{"CONSUMER_POSITION": "with-effects", "CONSUMER_BATCH_SIZE": "100", "BROKER": "nats"}, "", "needs BROKER=postgres or BROKER=kafka"},
 		{map[string]string{"CONSUMER_POSITION": "with-effects"}, "", "needs CONSUMER_BATCH_SIZE above 1"},
 		{map[string]string{"CONSUMER_POSITION": "in-tx"}, "", "want separate (the default) or with-effects"},
 	} {

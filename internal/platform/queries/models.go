@@ -67,6 +67,14 @@ type IdempotencyKey struct {
 	CompletedAt    *time.Time  `json:"completed_at"`
 }
 
+type KafkaPosition struct {
+	ConsumerGroup string    `json:"consumer_group"`
+	Topic         string    `json:"topic"`
+	Partition     int32     `json:"partition"`
+	NextOffset    int64     `json:"next_offset"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
 type LedgerEntry struct {
 	ID          int64     `json:"id"`
 	EntryKey    string    `json:"entry_key"`
