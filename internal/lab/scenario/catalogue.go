@@ -30,6 +30,7 @@ func Catalogue() []*Scenario {
 		brokerRedelivery(),
 		partialFailure(),
 		offsetCommitLost(),
+		rebalanceMidBatch(),
 		kafkaExactlyOnceIsNotEnough(),
 		workerRestart(),
 		gracefulRestart(),

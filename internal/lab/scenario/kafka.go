@@ -16,6 +16,7 @@ import (
 const offsetLostOrders = 4
 
 func offsetCommitLost() *Scenario {
+	protected, without, settled := readAgainFromLastCommit(offsetLostOrders)
 	return &Scenario{
 		Name: "offset-commit-lost",
 		Summary: "on Kafka, the worker is killed after order_paid's effects committed and were acked, before the " +
@@ -25,32 +26,12 @@ func offsetCommitLost() *Scenario {
 		Broker:   config.BrokerKafka,
 		BrokerReason: "the position it loses is a Kafka offset; on the other brokers the same gap is commit-no-ack " +
 			"(an ack never sent) and worker-restart",
-		Protected: Expect{Checks: once(offsetLostOrders, atLeast(ExecOrderPaid, offsetLostOrders+1))},
-		Without: map[string]Expect{
-			effect.GuardStateCheck: {
-				Damage: "the orders read again transitioned again and enqueued their confirmation again (the consumer inbox absorbed it)",
-				Checks: once(offsetLostOrders, atLeast(Paid, offsetLostOrders+1), atLeast(Enqueued, offsetLostOrders+1),
-					atLeast(ExecOrderPaid, offsetLostOrders+1)),
-			},
-		},
-		Settled: func(c Counts) bool {
-			return c.ExecOrderPaid > offsetLostOrders && c.ExecOrderConfirmed >= offsetLostOrders
-		},
+		Protected: protected,
+		Without:   without,
+		Settled:   settled,
 		Run: func(ctx context.Context, s *Stage) error {
-			if err := s.StartFakes(ctx); err != nil {
+			if err := ordersWaiting(ctx, s, offsetLostOrders); err != nil {
 				return err
-			}
-			if err := s.StartAPI(ctx); err != nil {
-				return err
-			}
-			// The orders are paid with no worker running: their order_paid
-			// messages wait in the outbox, and the worker's relay publishes
-			// them together, so its consumer reads them in one poll (one
-			// batch in batch mode).
-			for range offsetLostOrders {
-				if _, _, err := s.PaidOrder(ctx); err != nil {
-					return err
-				}
 			}
 			w, err := s.StartWorker(ctx, nil, "--faults", faultBeforeOffsetCommit+"=crash:1")
 			if err != nil {
@@ -67,4 +48,40 @@ func offsetCommitLost() *Scenario {
 			return err
 		},
 	}
+}
+
+// readAgainFromLastCommit is what a run shows when some of the order_paid
+// records of n orders are read again from the group's last committed
+// offset: with the guards on, every effect once and more than n executions;
+// without the state check, each order read again transitions again.
+// settled waits for the records read again and every confirmation.
+func readAgainFromLastCommit(n int) (protected Expect, without map[string]Expect, settled func(Counts) bool) {
+	protected = Expect{Checks: once(n, atLeast(ExecOrderPaid, n+1))}
+	without = map[string]Expect{
+		effect.GuardStateCheck: {
+			Damage: "the orders read again transitioned again and enqueued their confirmation again (the consumer inbox absorbed it)",
+			Checks: once(n, atLeast(Paid, n+1), atLeast(Enqueued, n+1), atLeast(ExecOrderPaid, n+1)),
+		},
+	}
+	settled = func(c Counts) bool { return c.ExecOrderPaid > int64(n) && c.ExecOrderConfirmed >= int64(n) }
+	return protected, without, settled
+}
+
+// ordersWaiting starts the fakes and the api and pays n orders with no
+// worker running: their order_paid messages wait in the outbox, and the
+// first worker's relay publishes them together, so its consumer reads them
+// in one poll (one batch in batch mode).
+func ordersWaiting(ctx context.Context, s *Stage, n int) error {
+	if err := s.StartFakes(ctx); err != nil {
+		return err
+	}
+	if err := s.StartAPI(ctx); err != nil {
+		return err
+	}
+	for range n {
+		if _, _, err := s.PaidOrder(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
