@@ -26,9 +26,10 @@ func offsetCommitLost() *Scenario {
 		Broker:   config.BrokerKafka,
 		BrokerReason: "the position it loses is a Kafka offset; on the other brokers the same gap is commit-no-ack " +
 			"(an ack never sent) and worker-restart",
-		Protected: protected,
-		Without:   without,
-		Settled:   settled,
+		Protected:   protected,
+		Without:     without,
+		Settled:     settled,
+		WithEffects: nothingReadAgain(offsetLostOrders),
 		Run: func(ctx context.Context, s *Stage) error {
 			if err := ordersWaiting(ctx, s, offsetLostOrders); err != nil {
 				return err
@@ -65,6 +66,24 @@ func readAgainFromLastCommit(n int) (protected Expect, without map[string]Expect
 	}
 	settled = func(c Counts) bool { return c.ExecOrderPaid > int64(n) && c.ExecOrderConfirmed >= int64(n) }
 	return protected, without, settled
+}
+
+// nothingReadAgain is what the same run shows with the group's position in
+// the effects' transaction (CONSUMER_POSITION=with-effects: the rows of
+// kafka_positions): the position moved with the effects, the next member
+// seeks to it, and nothing is read again.
+func nothingReadAgain(n int) *Difference {
+	return &Difference{
+		Why: "the position committed with the effects, in PostgreSQL: the next member seeks to it and reads nothing again; " +
+			"only the offset in Kafka, kept for its tools, was left behind",
+		Protected: Expect{Checks: once(n, eq(ExecOrderPaid, n)),
+			Note: "each effect once, and one execution per order: nothing was read again"},
+		Without: map[string]Expect{
+			effect.GuardStateCheck: {Checks: once(n, eq(ExecOrderPaid, n)),
+				Note: "no damage without the state check: nothing was read again"},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderPaid >= int64(n) && c.ExecOrderConfirmed >= int64(n) },
+	}
 }
 
 // ordersWaiting starts the fakes and the api and pays n orders with no

@@ -43,9 +43,10 @@ func rebalanceMidBatch() *Scenario {
 		Broker:   config.BrokerKafka,
 		BrokerReason: "the rebalance and the committed offset are a Kafka group's; on the other brokers a consumer that " +
 			"dies with messages unacked is worker-restart",
-		Protected: protected,
-		Without:   without,
-		Settled:   settled,
+		Protected:   protected,
+		Without:     without,
+		Settled:     settled,
+		WithEffects: nothingReadAgain(rebalanceOrders),
 		Run: func(ctx context.Context, s *Stage) error {
 			if err := ordersWaiting(ctx, s, rebalanceOrders); err != nil {
 				return err
