@@ -71,7 +71,7 @@ func rebalanceMidBatch() *Scenario {
 			// Each of its members has had the group's first answer: a member
 			// killed before it stays in its group on the in-process cluster
 			// (kfake), where a real Kafka would expire it.
-			if err := groups.waitFor(ctx, "each group formed with the first worker", groups.stable(1)); err != nil {
+			if err := groups.waitFor(ctx, "each group formed with the first worker", 15*time.Second, groups.stable(1)); err != nil {
 				return err
 			}
 			if _, err := s.StartWorker(ctx, nil); err != nil {
@@ -85,8 +85,15 @@ func rebalanceMidBatch() *Scenario {
 			if err := first.Kill(); err != nil {
 				return err
 			}
-			s.Logf("first worker SIGKILLed with its records applied and uncommitted; the rebalance completes " +
-				"without it when its session ends (10s), and the second worker reads from the last committed offset")
+			s.Logf("first worker SIGKILLed with its records applied and their offsets uncommitted")
+			// Its members stay in their groups until their session ends
+			// (10s); then each rebalance completes without them, and the
+			// second worker reads every partition from its last committed
+			// offset.
+			if err := groups.waitFor(ctx, "the groups without the first worker", 30*time.Second, groups.stable(1)); err != nil {
+				return err
+			}
+			s.Logf("every group Stable with the second worker alone: the partitions moved to it")
 			return nil
 		},
 	}
@@ -129,9 +136,9 @@ func (g *workerGroups) close() { g.cl.Close() }
 type groupCheck func(context.Context, kadm.DescribedGroups) (notYet string, err error)
 
 // waitFor checks the groups every 200ms until check is satisfied, for up
-// to 15s.
-func (g *workerGroups) waitFor(ctx context.Context, what string, check groupCheck) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+// to timeout.
+func (g *workerGroups) waitFor(ctx context.Context, what string, timeout time.Duration, check groupCheck) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		notYet, err := g.check(ctx, check)
@@ -160,7 +167,7 @@ func (g *workerGroups) check(ctx context.Context, check groupCheck) (string, err
 // group, then checks for heldFor that the rebalance keeps waiting for the
 // first worker (held).
 func (g *workerGroups) watchRebalanceHeld(ctx context.Context) error {
-	if err := g.waitFor(ctx, "the second worker waiting to join order_paid's group", g.held); err != nil {
+	if err := g.waitFor(ctx, "the second worker waiting to join order_paid's group", 15*time.Second, g.held); err != nil {
 		return err
 	}
 	for since := time.Now(); time.Since(since) < heldFor; time.Sleep(200 * time.Millisecond) {
