@@ -14,10 +14,11 @@ import (
 
 // DeleteUnder deletes every consumer group and every topic whose name
 // begins with prefix on the cluster at brokers (a KAFKA_BROKERS comma
-// list): what a bench or soak run created under its BROKER_PREFIX
+// list): what a scenario, bench or soak run created under its BROKER_PREFIX
 // (internal/platform/broker/kafka.go: topic <topic>, group
-// <topic>_<group>). A group with a member still in it (one killed less than a session timeout ago) is refused by Kafka
-// and reported; run it again once the session has ended.
+// <topic>_<group>). Kafka refuses to delete a group with a member still in
+// it: a worker killed less than a session ago (10s) is one, so a refused
+// group is asked again until groupGone has passed, then reported.
 func DeleteUnder(brokers, prefix string) error {
 	if prefix == "" {
 		return errors.New("delete Kafka topics and groups: no prefix, refusing to delete everything")
@@ -28,22 +29,13 @@ func DeleteUnder(brokers, prefix string) error {
 	}
 	defer cl.Close()
 	admin := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), groupGone+10*time.Second)
 	defer cancel()
 	listed, err := admin.ListGroups(ctx)
 	if err != nil {
 		return fmt.Errorf("delete the Kafka groups of %s: list the groups at %s: %w", prefix, brokers, err)
 	}
-	var errs []error
-	if groups := withPrefix(listed.Groups(), prefix); len(groups) > 0 {
-		deleted, err := admin.DeleteGroups(ctx, groups...)
-		errs = append(errs, err)
-		for _, r := range deleted {
-			if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
-				errs = append(errs, fmt.Errorf("delete Kafka group %s: %w", r.Group, r.Err))
-			}
-		}
-	}
+	errs := []error{deleteGroups(ctx, admin, withPrefix(listed.Groups(), prefix))}
 	topics, err := admin.ListTopics(ctx)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("delete the Kafka topics of %s: list them: %w", prefix, err))...)
@@ -58,6 +50,41 @@ func DeleteUnder(brokers, prefix string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// groupGone is how long DeleteUnder asks again for a group Kafka refuses
+// to delete because a member is still in it: a killed member's session
+// (10s, internal/platform/broker's kafkaSessionTimeout) and a margin.
+const groupGone = 15 * time.Second
+
+// deleteGroups deletes groups, asking again every half second, until
+// groupGone has passed, for those that still have a member.
+func deleteGroups(ctx context.Context, admin *kadm.Client, groups []string) error {
+	deadline := time.Now().Add(groupGone)
+	for len(groups) > 0 {
+		deleted, err := admin.DeleteGroups(ctx, groups...)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		groups = groups[:0]
+		for _, r := range deleted {
+			switch {
+			case r.Err == nil || errors.Is(r.Err, kerr.GroupIDNotFound):
+			case errors.Is(r.Err, kerr.NonEmptyGroup) && time.Now().Before(deadline):
+				groups = append(groups, r.Group)
+			default:
+				errs = append(errs, fmt.Errorf("delete Kafka group %s: %w", r.Group, r.Err))
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		if len(groups) > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // withPrefix returns the names that begin with prefix.

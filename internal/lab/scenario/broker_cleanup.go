@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,11 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	amqp091 "github.com/rabbitmq/amqp091-go"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
+	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -59,7 +56,7 @@ func deleteBrokerObjects(broker string, env map[string]string, prefix string) er
 		_, err := deleteNATSStreams(addrs.NATSURL, prefix)
 		return err
 	case config.BrokerKafka:
-		return deleteKafkaObjects(addrs.KafkaBrokers, prefix)
+		return kafkalab.DeleteUnder(strings.Join(addrs.KafkaBrokers, ","), prefix)
 	}
 	return nil
 }
@@ -127,58 +124,4 @@ func deleteNATSStreams(url, prefix string) (int, error) {
 		deleted++
 	}
 	return deleted, errors.Join(errs...)
-}
-
-// deleteKafkaObjects deletes every topic and consumer group whose name
-// begins with prefix (internal/platform/broker/kafka.go: topic <topic>,
-// group <topic>_<group>).
-func deleteKafkaObjects(brokers []string, prefix string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("orderpaid scenario clean-up"))
-	if err != nil {
-		return fmt.Errorf("delete the scenario's Kafka topics (prefix %s): %w", prefix, err)
-	}
-	defer cl.Close()
-	admin := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	groups, err := admin.ListGroups(ctx)
-	if err != nil {
-		return fmt.Errorf("delete the scenario's Kafka groups: list them at %s: %w", strings.Join(brokers, ","), err)
-	}
-	var errs []error
-	var ours []string
-	for _, g := range groups.Groups() {
-		if strings.HasPrefix(g, prefix) {
-			ours = append(ours, g)
-		}
-	}
-	if len(ours) > 0 {
-		deleted, err := admin.DeleteGroups(ctx, ours...)
-		errs = append(errs, err)
-		for _, r := range deleted {
-			if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
-				errs = append(errs, fmt.Errorf("delete Kafka group %s: %w", r.Group, r.Err))
-			}
-		}
-	}
-	topics, err := admin.ListTopics(ctx)
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("delete the scenario's Kafka topics: list them: %w", err))...)
-	}
-	ours = ours[:0]
-	for _, t := range topics.Names() {
-		if strings.HasPrefix(t, prefix) {
-			ours = append(ours, t)
-		}
-	}
-	if len(ours) > 0 {
-		deleted, err := admin.DeleteTopics(ctx, ours...)
-		errs = append(errs, err)
-		for _, r := range deleted {
-			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-				errs = append(errs, fmt.Errorf("delete Kafka topic %s: %w", r.Topic, r.Err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -13,7 +13,8 @@ import (
 // (CONSUMER_BATCH_SIZE=20), the scenarios only Kafka has, protected and
 // with each of their guards off, and the ones that kill or stop a worker
 // (its partitions then move to the next member of the group, after the
-// dead member's session), protected. The cluster is franz-go's in-process
+// dead member's session), protected; and, with the position in the
+// effects' transaction, the Kafka-only ones that read nothing again there. The cluster is franz-go's in-process
 // one (kfake), or TEST_KAFKA_BROKERS when set. The whole catalogue on
 // Kafka is `orderpaid scenario run all --matrix --broker kafka`
 // (docs/kafka.md).
@@ -51,15 +52,35 @@ func TestScenariosOnKafka(t *testing.T) {
 		{"batch", map[string]string{"KAFKA_BROKERS": brokers, "CONSUMER_BATCH_SIZE": "20"}},
 	} {
 		cfg := scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "kafka", Env: mode.env}
-		for _, c := range cases {
-			name := mode.name + "/" + c.Scenario.Name
-			if c.Without != "" {
-				name += "/without_" + c.Without
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				runCase(t, cfg, c, t.Fatal)
-			})
+		run(t, mode.name, cfg, cases)
+	}
+	// With the position in the effects' transaction (the rows of
+	// kafka_positions), the Kafka-only scenarios that read again from the
+	// last committed offset read nothing again.
+	var withEffects []scenario.Case
+	for _, c := range cases {
+		if c.Scenario.Broker == "kafka" && c.Scenario.WithEffects != nil && c.Without == "" {
+			withEffects = append(withEffects, c)
 		}
+	}
+	if len(withEffects) == 0 {
+		t.Fatal("no Kafka-only scenario differs with the position in the effects' transaction")
+	}
+	run(t, "with_effects", scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "kafka",
+		Env: map[string]string{"KAFKA_BROKERS": brokers, "CONSUMER_BATCH_SIZE": "20", "CONSUMER_POSITION": "with-effects"}}, withEffects)
+}
+
+// run runs each case under cfg as a parallel subtest of t named mode/NAME.
+func run(t *testing.T, mode string, cfg scenario.Config, cases []scenario.Case) {
+	t.Helper()
+	for _, c := range cases {
+		name := mode + "/" + c.Scenario.Name
+		if c.Without != "" {
+			name += "/without_" + c.Without
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runCase(t, cfg, c, t.Fatal)
+		})
 	}
 }
