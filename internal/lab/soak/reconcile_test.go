@@ -1,11 +1,9 @@
 package soak_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/lab/soak"
 )
@@ -21,15 +19,7 @@ import (
 // completes a charge under a fresh event id each run (two runs accept it
 // twice) or does not release a stuck attempt.
 func TestReconcileSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts and kills real processes")
-	}
-	pgtest.NewDatabase(t) // skips (or fails in CI) when PostgreSQL is down
-	t.Parallel()
-	bin, err := childproc.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := parallelSoak(t)
 	rep, err := soak.RunReconcile(t.Context(), soak.ReconcileConfig{
 		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
 		Orders: 1000, Workers: 1,
@@ -38,12 +28,7 @@ func TestReconcileSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	rep.Print(&out)
-	t.Logf("soak report:\n%s", out.String())
-	if !rep.Passed() {
-		t.Fatal("an invariant did not hold (report above)")
-	}
+	requirePassed(t, rep)
 	// It proves something only if the kills left the gaps reconcile closes.
 	f := rep.Facts
 	if len(rep.Faults) < 5 || rep.CutBefore == 0 || f.AnswersLost == 0 ||
@@ -51,9 +36,5 @@ func TestReconcileSoak(t *testing.T) {
 		t.Errorf("too few gaps to prove anything: %d api kills, %d charges never sent, %d answers lost, %d completed, %d released",
 			len(rep.Faults), rep.CutBefore, f.AnswersLost, f.Actions["charge_completed"], f.Actions["charge_released"])
 	}
-	for _, ft := range rep.Faults {
-		if ft.Err != nil {
-			t.Errorf("fault %q was not injected cleanly: %v", ft.What, ft.Err)
-		}
-	}
+	faultKinds(t, rep.Faults)
 }

@@ -2,6 +2,7 @@ package soak_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -55,21 +56,33 @@ func TestSoakUnderFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	rep.Print(&out)
-	t.Logf("soak report:\n%s", out.String())
-	if !rep.Passed() {
-		t.Fatal("an invariant did not hold (report above)")
-	}
-	kinds := map[string]int{}
-	for _, f := range rep.Faults {
-		kinds[strings.Fields(f.What)[0]]++
-		if f.Err != nil {
-			t.Errorf("fault %q was not injected cleanly: %v", f.What, f.Err)
-		}
-	}
+	requirePassed(t, rep)
+	kinds := faultKinds(t, rep.Faults)
 	if kinds["SIGKILL"] < 2 || kinds["SIGTERM"] < 1 || kinds["nats-server"] != 1 || (disruptive && kinds["PostgreSQL"] != 1) {
 		t.Errorf("faults injected %v: want at least 2 SIGKILLs, a graceful restart, one nats-server restart (and one PostgreSQL restart when disruptive)", kinds)
+	}
+}
+
+// The soak on Kafka, the in-process cluster: worker processes SIGKILLed
+// mid-flow (their records not committed, their members left to expire) and
+// restarted gracefully while orders flow, and every invariant holds. Each
+// kill waits until the consumer groups are stable (kafkalab.WaitGroupsStable),
+// so the test also proves that wait ends: a kill it gave up on is a fault
+// with an error.
+func TestSoakUnderFaultsOnKafka(t *testing.T) {
+	bin := parallelSoak(t)
+	rep, err := soak.Run(t.Context(), soak.Config{
+		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "kafka", LogDir: t.TempDir(),
+		Orders: 200, Rate: 15, Workers: 2, KillEvery: 1500 * time.Millisecond, RestartEvery: 5 * time.Second,
+		SettleTimeout: time.Minute, KeepOnFailure: true, Progress: logWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requirePassed(t, rep)
+	kinds := faultKinds(t, rep.Faults)
+	if kinds["SIGKILL"] < 2 || kinds["SIGTERM"] < 1 {
+		t.Errorf("faults injected %v: want at least 2 SIGKILLs and a graceful restart", kinds)
 	}
 }
 
@@ -78,15 +91,7 @@ func TestSoakUnderFaults(t *testing.T) {
 // intent, the second event of a payment credits a second commission, and
 // the soak must say so.
 func TestSoakCatchesADoubleCommission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real processes")
-	}
-	pgtest.NewDatabase(t)
-	t.Parallel()
-	bin, err := childproc.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := parallelSoak(t)
 	rep, err := soak.Run(t.Context(), soak.Config{
 		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(),
 		Orders: 40, Rate: 200, Workers: 1, Without: "ledger-key",
@@ -118,6 +123,53 @@ func TestSoakCatchesADoubleCommission(t *testing.T) {
 	if !strings.Contains(out.String(), "FAIL") {
 		t.Errorf("report does not say FAIL:\n%s", out.String())
 	}
+}
+
+// parallelSoak skips the test in -short mode and when PostgreSQL is down
+// (fails it in CI), runs it in parallel, and builds the orderpaid binary
+// the soak starts.
+func parallelSoak(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts and kills real processes")
+	}
+	pgtest.NewDatabase(t)
+	t.Parallel()
+	bin, err := childproc.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// requirePassed logs the report and stops the test unless every invariant
+// held.
+func requirePassed(t *testing.T, rep interface {
+	Print(io.Writer)
+	Passed() bool
+}) {
+	t.Helper()
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("soak report:\n%s", out.String())
+	if !rep.Passed() {
+		t.Fatal("an invariant did not hold (report above)")
+	}
+}
+
+// faultKinds counts the faults by their first word (SIGKILL, SIGTERM,
+// nats-server, ...) and fails the test on each that was not injected
+// cleanly.
+func faultKinds(t *testing.T, faults []soak.Fault) map[string]int {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, f := range faults {
+		kinds[strings.Fields(f.What)[0]]++
+		if f.Err != nil {
+			t.Errorf("fault %q was not injected cleanly: %v", f.What, f.Err)
+		}
+	}
+	return kinds
 }
 
 type logWriter struct{ t *testing.T }
