@@ -89,6 +89,9 @@ func doctorChecks(ctx context.Context, getenv func(string) string, timeout time.
 	results = append(results, ok("configuration", "DATABASE_URL=%s BROKER=%s%s", config.RedactURL(cfg.DatabaseURL), cfg.Broker, prefixNote(cfg)))
 	results = append(results, checkPostgres(ctx, cfg.DatabaseURL, timeout)...)
 	results = append(results, checkBroker(ctx, cfg, timeout))
+	if cfg.OutboxRelay == config.RelayLogical {
+		results = append(results, checkOutboxRelay(ctx, cfg, timeout))
+	}
 	results = append(results,
 		checkPort("HTTP_ADDR", cfg.HTTPAddr, cfg.FakesAddr, "/healthz", "an orderpaid api", wiringNote("WEBHOOK_URL", cfg.WebhookURL, cfg.HTTPAddr, "/webhooks/payments", getenv)),
 		checkPort("FAKES_ADDR", cfg.FakesAddr, cfg.HTTPAddr, "/charges", "orderpaid fakes", wiringNote("FAKES_URL", cfg.FakesURL, cfg.FakesAddr, "", getenv)),

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -228,3 +229,46 @@ func checkNATS(ctx context.Context, url string, timeout time.Duration) checkResu
 
 // oneLineOf puts a multi-line error message (pgconn's) on one line.
 func oneLineOf(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// checkOutboxRelay checks, with OUTBOX_RELAY=logical, what the logical relay
+// needs (wal_level = logical) and what its slot costs the server: WAL it
+// keeps because nobody has confirmed it. A slot nobody reads that keeps more
+// than one WAL segment is a failure: it grows until the disk is full, or
+// until max_slot_wal_keep_size invalidates the slot.
+func checkOutboxRelay(ctx context.Context, cfg config.Config, timeout time.Duration) checkResult {
+	const name = "OUTBOX_RELAY"
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return checkResult{name, statusSkip, "not checked: PostgreSQL not reached"}
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var level, database string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('wal_level'), current_database()`).Scan(&level, &database); err != nil {
+		return fail(name, "could not read wal_level: %v", err)
+	}
+	if level != "logical" {
+		return fail(name, "logical needs wal_level = logical, and the server has %s: run scripts/services.sh (the local cluster, once, with a restart), "+
+			"or ALTER SYSTEM SET wal_level = logical and restart PostgreSQL; or set OUTBOX_RELAY=poll", level)
+	}
+	slot := outbox.SlotName(database)
+	var active bool
+	var retained int64
+	err = conn.QueryRow(ctx, `SELECT active, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active, &retained)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ok(name, "logical: wal_level is logical; slot %s not made yet (the first api or worker makes it)", slot)
+	case err != nil:
+		return fail(name, "could not read slot %s: %v", slot, err)
+	case !active && retained > 16<<20:
+		return fail(name, "slot %s has no reader and keeps %d MiB of WAL on the server, growing with every write: start a worker with "+
+			"OUTBOX_RELAY=logical, or, if logical is given up, drain it and drop the slot: SELECT pg_drop_replication_slot('%s')", slot, retained>>20, slot)
+	}
+	reader := "read by a relay"
+	if !active {
+		reader = "no reader now"
+	}
+	return ok(name, "logical: slot %s, %s, keeps %d KiB of WAL", slot, reader, retained>>10)
+}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
@@ -34,6 +38,44 @@ func TestEndToEndInBatchMode(t *testing.T) {
 			testEndToEnd(t, merge(brokerEnv(t, b.name), map[string]string{"CONSUMER_BATCH_SIZE": "20"}))
 		})
 	}
+}
+
+// TestEndToEndWithTheLogicalRelay is TestEndToEnd with the outbox relayed
+// from the WAL (OUTBOX_RELAY=logical), per message and in batch mode, on
+// every broker. It skips where wal_level is not logical (outside CI).
+func TestEndToEndWithTheLogicalRelay(t *testing.T) {
+	t.Parallel()
+	requireLogicalWAL(t)
+	for _, b := range brokers {
+		for _, size := range []string{"1", "20"} {
+			t.Run(b.name+"/batch_"+size, func(t *testing.T) {
+				t.Parallel()
+				testEndToEnd(t, merge(brokerEnv(t, b.name), map[string]string{"OUTBOX_RELAY": "logical", "CONSUMER_BATCH_SIZE": size}))
+			})
+		}
+	}
+}
+
+// requireLogicalWAL skips the test, naming the command that fixes it,
+// where the test server's wal_level is not logical; in CI it fails.
+func requireLogicalWAL(t *testing.T) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), pgtest.AdminURL())
+	if err != nil {
+		t.Skipf("PostgreSQL not reachable at %s: %v", pgtest.AdminURL(), err)
+	}
+	defer conn.Close(context.Background())
+	var level string
+	if err := conn.QueryRow(t.Context(), "SHOW wal_level").Scan(&level); err != nil {
+		t.Fatal(err)
+	}
+	if level == "logical" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("wal_level is %s, and CI runs the logical relay: scripts/services.sh sets wal_level = logical", level)
+	}
+	t.Skipf("wal_level is %s: run scripts/services.sh (it sets wal_level = logical on the local cluster, once, with a restart)", level)
 }
 
 func testEndToEnd(t *testing.T, brokerEnv map[string]string) {

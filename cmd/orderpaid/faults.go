@@ -6,6 +6,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/payment"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
@@ -27,6 +28,7 @@ func faultPoints() []string {
 		payment.FaultBeforeGatewayCall,
 		payment.FaultAfterGatewayCall,
 		broker.FaultBeforeOffsetCommit,
+		outbox.FaultBeforeConfirm,
 	}
 }
 

@@ -35,7 +35,8 @@ func runRetention(e env) error {
 	if err != nil {
 		return err
 	}
-	rcfg := retention.Config{InboxWindow: *inboxWindow, ExecutionWindow: *execWindow, OutboxWindow: *outboxWindow, Interval: *interval, BatchSize: *batch, Logger: logger}
+	rcfg := retention.Config{InboxWindow: *inboxWindow, ExecutionWindow: *execWindow, OutboxWindow: *outboxWindow, Interval: *interval, BatchSize: *batch, Logger: logger,
+		FromWAL: cfg.OutboxRelay == config.RelayLogical}
 	if cfg.Broker == config.BrokerPostgres {
 		for _, s := range consumer.Subscriptions() {
 			rcfg.BrokerTopics = append(rcfg.BrokerTopics, cfg.BrokerPrefix+s.Topic)

@@ -160,6 +160,15 @@ func serve(e env, name string, p process) (err error) {
 	if err := postgres.RequireSchema(ctx, pool); err != nil {
 		return err
 	}
+	// OUTBOX_RELAY=logical: the slot exists before this process writes a
+	// row it must relay (outbox.EnsureSlot).
+	if cfg.OutboxRelay == config.RelayLogical {
+		slot, err := outbox.EnsureSlot(ctx, pool)
+		if err != nil {
+			return fmt.Errorf("OUTBOX_RELAY=logical: %w", err)
+		}
+		logger.Info("outbox relayed from the WAL", "slot", slot, "publication", outbox.Publication)
+	}
 	// Watermill's own Info lines (subscriptions, schema checks) are
 	// debugging detail here; keep the log for the flow's events.
 	wmLogger := watermill.NewSlogLoggerWithLevelMapping(logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
@@ -315,14 +324,26 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	if n := cfg.ConsumerBatchSize; n > 1 {
+	switch n := cfg.ConsumerBatchSize; {
+	case cfg.OutboxRelay == config.RelayLogical:
+		// The outbox's inserts from the slot, a transaction at a time (in
+		// batch mode through the broker's batch publisher).
+		out := b.Publisher
+		if n > 1 {
+			out = b.BatchPublisher
+		}
+		logical := outbox.NewLogicalRelay(pool, out, w.logger, outbox.RelayConfig{
+			TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,
+		}).WithFaults(w.levers.faults)
+		g.Go(func() error { return logical.Run(ctx) })
+	case n > 1:
 		// Batch mode relays the outbox in batches too, on the same lanes
 		// and positions as the relay of one message per publish.
 		batchRelay := outbox.NewBatchRelay(pool, b.BatchPublisher, w.logger, n, outbox.RelayConfig{
 			TracerProvider: tel.TracerProvider, System: system, Metrics: tel.Metrics,
 		})
 		g.Go(func() error { return batchRelay.Run(ctx) })
-	} else {
+	default:
 		g.Go(func() error { return relay.Run(ctx) })
 	}
 	if len(router.Handlers()) > 0 {

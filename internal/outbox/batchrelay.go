@@ -12,7 +12,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 )
@@ -28,23 +27,17 @@ import (
 // absorb). Within a lane, rows are published in the order they were
 // written, so one order's messages keep their order.
 type BatchRelay struct {
+	envelopes
 	readers []*broker.BatchReader
-	out     tracedPublisher
-	logger  *slog.Logger
 	poll    time.Duration
 }
 
 // NewBatchRelay builds a batch relay of size rows a read, reading through
 // pool and publishing to out, traced and measured as cfg says.
 func NewBatchRelay(pool *pgxpool.Pool, out message.Publisher, logger *slog.Logger, size int, cfg RelayConfig) *BatchRelay {
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
 	r := &BatchRelay{
-		out:    tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics},
-		logger: logger,
-		poll:   cmp.Or(cfg.PollInterval, 100*time.Millisecond),
+		envelopes: envelopes{out: newTracedPublisher(out, cfg), logger: logger},
+		poll:      cmp.Or(cfg.PollInterval, 100*time.Millisecond),
 	}
 	for lane := range RelayLanes {
 		r.readers = append(r.readers, broker.NewLaneBatchReader(pool, Topic, RelayGroup, size, RelayLanes, lane, broker.LaneKeyEnvelope))
@@ -77,6 +70,13 @@ type envelope struct {
 	Metadata         map[string]string `json:"metadata"`
 }
 
+// envelopes publishes outbox rows, the envelopes Publish wrote, to their
+// destination topics: the batch relay's and the logical relay's output.
+type envelopes struct {
+	out    tracedPublisher
+	logger *slog.Logger
+}
+
 // relay publishes the rows of one batch, one call per topic, and returns
 // how many rows, from the first, were published.
 //
@@ -89,7 +89,7 @@ type envelope struct {
 // the rows up to the first row of that topic count as published; rows of
 // other topics after it that went out will go out again with the next
 // read: the relay is at least once, and the consumers' guards absorb it.
-func (r *BatchRelay) relay(rows []*message.Message) int {
+func (r envelopes) relay(rows []*message.Message) int {
 	var topics []string // in order of first appearance
 	byTopic := map[string][]*message.Message{}
 	topicOf := make([]string, 0, len(rows))

@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
@@ -67,11 +66,7 @@ func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.Logger
 	if err != nil {
 		return nil, fmt.Errorf("create outbox subscriber: %w", err)
 	}
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	traced := tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics}
+	traced := newTracedPublisher(out, cfg)
 	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
 	// At shutdown the publish in hand finishes and the acks of the batch so
 	// far are committed, so a deploy re-relays nothing. The drain gets most

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -24,6 +25,15 @@ type tracedPublisher struct {
 	tracer  trace.Tracer
 	system  string
 	metrics *telemetry.Metrics
+}
+
+// newTracedPublisher is out traced and measured as cfg says.
+func newTracedPublisher(out message.Publisher, cfg RelayConfig) tracedPublisher {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics}
 }
 
 // Publish relays msgs to topic, one span per message.

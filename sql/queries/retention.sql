@@ -97,6 +97,10 @@ SELECT count(*)::bigint AS removed FROM gone;
 -- first batch of young or unrelayed rows instead of reading the whole outbox
 -- to find that nothing more is old enough.
 --
+-- With from_wal (OUTBOX_RELAY=logical) the rows are relayed from the WAL,
+-- which keeps every insert until the slot confirmed it: a row's age is then
+-- the only condition, and removing it changes nothing the relay reads.
+--
 -- A confirmation the flow enqueued is the audit's confirmation_enqueued: the
 -- same statement notes in audit_cleaned that the order's count lost a row.
 -- Returns how many outbox rows it removed.
@@ -110,10 +114,11 @@ WITH gone AS (
             LIMIT sqlc.arg(batch_size)
             FOR UPDATE SKIP LOCKED
         ) o
-        JOIN watermill_offsets_outbox r
+        LEFT JOIN watermill_offsets_outbox r
           ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
         WHERE o.created_at < sqlc.arg(cutoff)::timestamptz::timestamp
-          AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
+          AND (sqlc.arg(from_wal)::boolean
+               OR (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked))
     )
     RETURNING order_id, payload ->> 'destination_topic' AS topic, payload -> 'metadata' ->> 'replayed_by' AS replayed_by
 ), noted AS (

@@ -63,6 +63,15 @@ func CreateFrom(ctx context.Context, adminURL, name, template string) (dbURL str
 func Drop(adminURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A database with a replication slot (OUTBOX_RELAY=logical) cannot be
+	// dropped, and a slot left behind would keep WAL on the server forever:
+	// its readers go first, then its slots.
+	if err := Exec(ctx, adminURL, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = "+quoteLiteral(name)+" AND active_pid IS NOT NULL"); err != nil {
+		return fmt.Errorf("stop the replication readers of database %s: %w", name, err)
+	}
+	if err := Exec(ctx, adminURL, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = "+quoteLiteral(name)); err != nil {
+		return fmt.Errorf("drop the replication slots of database %s (drop them by hand: SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots): %w", name, err)
+	}
 	if err := Exec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 		return fmt.Errorf("drop database %s (drop it by hand with psql): %w", name, err)
 	}

@@ -110,6 +110,27 @@ func TestOutboxCleanupRemovesOnlyRelayedRowsPastTheWindow(t *testing.T) {
 	}
 }
 
+// Relayed from the WAL (OUTBOX_RELAY=logical), the polling relay's
+// positions say nothing: the slot keeps each insert until it confirmed it,
+// so an old row goes whatever those positions are, and a young one stays.
+func TestOutboxCleanupFromTheWALGoesByAgeAlone(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	publishN(t, pool, 4) // never relayed by the polling relay, 31 days old: removed
+	exec(t, pool, `UPDATE watermill_outbox SET created_at = created_at - interval '31 days'`)
+	publishN(t, pool, 2) // young: kept
+	c, err := retention.NewCleaner(pool, retention.Config{BatchSize: 4, FromWAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.RunOnce(t.Context()); err != nil || got.Outbox != 4 {
+		t.Fatalf("clean-up removed %d outbox rows (err %v), want the 4 old ones", got.Outbox, err)
+	}
+	if left := strings(t, pool, `SELECT count(*)::text FROM watermill_outbox`); left != "2" {
+		t.Fatalf("%s outbox rows left, want the 2 young ones", left)
+	}
+}
+
 func TestConfigRefusesAnOutboxWindowShorterThanTheInboxWindow(t *testing.T) {
 	t.Parallel()
 	if _, err := retention.NewCleaner(nil, retention.Config{OutboxWindow: retention.DefaultInboxWindow - time.Hour}); err == nil {

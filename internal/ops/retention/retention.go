@@ -48,6 +48,10 @@ type Config struct {
 	// BrokerTopics are the postgres broker's topics, as the broker names
 	// them (with BROKER_PREFIX); empty on another broker.
 	BrokerTopics []string
+	// FromWAL: the outbox is relayed from a logical replication slot
+	// (OUTBOX_RELAY=logical), so an old row is removed whatever the polling
+	// relay's positions say.
+	FromWAL bool
 	// BatchSize bounds each DELETE, so no run holds many locks for long.
 	BatchSize int
 	// Interval is the pause between runs of Run (default 1h).
@@ -149,7 +153,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 		return r, fmt.Errorf("clean execution log: %w", err)
 	}
 	if r.Outbox, err = drain(ctx, func() (int64, error) {
-		return c.q.RetentionDeleteOutbox(ctx, queries.RetentionDeleteOutboxParams{Cutoff: outboxCutoff, BatchSize: int32(c.cfg.BatchSize)})
+		return c.q.RetentionDeleteOutbox(ctx, queries.RetentionDeleteOutboxParams{Cutoff: outboxCutoff, FromWal: c.cfg.FromWAL, BatchSize: int32(c.cfg.BatchSize)})
 	}); err != nil {
 		return r, fmt.Errorf("clean outbox: %w", err)
 	}

@@ -97,6 +97,11 @@ type Config struct {
 	// on Kafka, whose offsets are then kept in PostgreSQL).
 	ConsumerPosition string
 
+	// OutboxRelay is how the worker's relay reads the outbox (OUTBOX_RELAY):
+	// RelayPoll (default), polling the table; RelayLogical, from a logical
+	// replication slot on the outbox's inserts (needs wal_level = logical).
+	OutboxRelay string
+
 	// httpAddrSet: HTTP_ADDR is set, and a dev run keeps it (ForDevRun).
 	httpAddrSet bool
 }
@@ -105,6 +110,12 @@ type Config struct {
 const (
 	PositionSeparate    = "separate"
 	PositionWithEffects = "with-effects"
+)
+
+// Values of OUTBOX_RELAY.
+const (
+	RelayPoll    = "poll"
+	RelayLogical = "logical"
 )
 
 // MaxConsumerBatchSize bounds CONSUMER_BATCH_SIZE: a batch is held in
@@ -118,7 +129,7 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "KAFKA_BROKERS", "HTTP_ADDR", "FAKES_ADDR",
 	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
-	"CONSUMER_BATCH_SIZE", "CONSUMER_POSITION",
+	"CONSUMER_BATCH_SIZE", "CONSUMER_POSITION", "OUTBOX_RELAY",
 }
 
 // Load fills a Config from getenv with the documented defaults and validates
@@ -171,6 +182,11 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs BROKER=postgres or BROKER=kafka: the position commits with the effects only where it can be kept in their database (on BROKER=%s it is an ack the broker keeps)", PositionWithEffects, cfg.Broker)
 	case cfg.ConsumerBatchSize < 2:
 		return Config{}, fmt.Errorf("CONSUMER_POSITION=%s needs CONSUMER_BATCH_SIZE above 1: it is a mode of the batch reader (set CONSUMER_BATCH_SIZE=100, say)", PositionWithEffects)
+	}
+	switch cfg.OutboxRelay = cmp.Or(getenv("OUTBOX_RELAY"), RelayPoll); cfg.OutboxRelay {
+	case RelayPoll, RelayLogical:
+	default:
+		return Config{}, fmt.Errorf("OUTBOX_RELAY=%q: want %s (the default: the relay polls the outbox table) or %s (it reads the outbox's inserts from a logical replication slot; needs wal_level = logical)", cfg.OutboxRelay, RelayPoll, RelayLogical)
 	}
 	if !prefixRe.MatchString(cfg.BrokerPrefix) {
 		return Config{}, fmt.Errorf("BROKER_PREFIX=%q: use at most 40 lower-case letters, digits and underscores", cfg.BrokerPrefix)

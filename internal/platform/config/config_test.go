@@ -243,3 +243,22 @@ func TestConsumerPosition(t *testing.T) {
 		})
 	}
 }
+
+// OUTBOX_RELAY is poll unless set; anything but poll or logical is refused,
+// naming the variable and both values.
+func TestOutboxRelay(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{"", config.RelayPoll}, {"poll", config.RelayPoll}, {"logical", config.RelayLogical}, {"cdc", ""},
+	} {
+		cfg, err := config.Load(func(k string) string { return map[string]string{"OUTBOX_RELAY": tt.value}[k] })
+		if tt.want == "" {
+			if err == nil || !strings.Contains(err.Error(), `OUTBOX_RELAY="cdc"`) || !strings.Contains(err.Error(), "want poll") {
+				t.Errorf("OUTBOX_RELAY=%s: Load error = %v, want one naming the variable and its values", tt.value, err)
+			}
+			continue
+		}
+		if err != nil || cfg.OutboxRelay != tt.want {
+			t.Errorf("OUTBOX_RELAY=%q: OutboxRelay = %q, %v; want %q", tt.value, cfg.OutboxRelay, err, tt.want)
+		}
+	}
+}

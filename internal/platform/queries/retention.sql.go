@@ -118,10 +118,11 @@ WITH gone AS (
             LIMIT $1
             FOR UPDATE SKIP LOCKED
         ) o
-        JOIN watermill_offsets_outbox r
+        LEFT JOIN watermill_offsets_outbox r
           ON r.consumer_group = 'outbox_relay.lane' || (abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2) || 'of2'
         WHERE o.created_at < $2::timestamptz::timestamp
-          AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked)
+          AND ($3::boolean
+               OR (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, r.offset_acked))
     )
     RETURNING order_id, payload ->> 'destination_topic' AS topic, payload -> 'metadata' ->> 'replayed_by' AS replayed_by
 ), noted AS (
@@ -137,6 +138,7 @@ SELECT count(*)::bigint AS removed FROM gone
 type RetentionDeleteOutboxParams struct {
 	BatchSize int32     `json:"batch_size"`
 	Cutoff    time.Time `json:"cutoff"`
+	FromWal   bool      `json:"from_wal"`
 }
 
 // Outbox rows written before cutoff and already relayed: at or before the
@@ -153,11 +155,15 @@ type RetentionDeleteOutboxParams struct {
 // first batch of young or unrelayed rows instead of reading the whole outbox
 // to find that nothing more is old enough.
 //
+// With from_wal (OUTBOX_RELAY=logical) the rows are relayed from the WAL,
+// which keeps every insert until the slot confirmed it: a row's age is then
+// the only condition, and removing it changes nothing the relay reads.
+//
 // A confirmation the flow enqueued is the audit's confirmation_enqueued: the
 // same statement notes in audit_cleaned that the order's count lost a row.
 // Returns how many outbox rows it removed.
 func (q *Queries) RetentionDeleteOutbox(ctx context.Context, arg RetentionDeleteOutboxParams) (int64, error) {
-	row := q.db.QueryRow(ctx, retentionDeleteOutbox, arg.BatchSize, arg.Cutoff)
+	row := q.db.QueryRow(ctx, retentionDeleteOutbox, arg.BatchSize, arg.Cutoff, arg.FromWal)
 	var removed int64
 	err := row.Scan(&removed)
 	return removed, err
