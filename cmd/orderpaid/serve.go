@@ -265,7 +265,16 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	consumers := consumer.NewConsumers(pool, notifier).WithGateway(gateway).
 		WithFaults(w.levers.faults).WithTelemetry(tel.Metrics, w.logger)
 	consumers = switches.Consumers(consumers, w.levers.guards, b.Publisher)
-	if err := telemetry.ObserveQueues(tel.MeterProvider, queries.New(pool).OutboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
+	outboxBacklog := queries.New(pool).OutboxBacklog
+	if cfg.OutboxRelay == config.RelayLogical {
+		// The polling relay's backlog would count rows past positions it no
+		// longer moves: the slot's lag is the backlog here.
+		outboxBacklog = nil
+		if err := telemetry.ObserveSlot(tel.MeterProvider, func(ctx context.Context) (int64, int64, bool, error) { return outbox.SlotLag(ctx, pool) }); err != nil {
+			return err
+		}
+	}
+	if err := telemetry.ObserveQueues(tel.MeterProvider, outboxBacklog, queries.New(pool).PoisonCountPending); err != nil {
 		return err
 	}
 	var inner []message.HandlerMiddleware

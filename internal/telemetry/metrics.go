@@ -23,6 +23,8 @@ const (
 	MetricOutboxBacklog     = "orderpaid.outbox.backlog"             // gauge: outbox rows not yet relayed
 	MetricPoisonPending     = "orderpaid.poison.pending"             // gauge: poison messages not yet reprocessed
 	MetricSignatureFailures = "orderpaid.webhook.signature.failures" // counter: rejected webhooks by reason
+	MetricSlotRetained      = "orderpaid.outbox.slot.retained"       // gauge (By): WAL the logical relay's slot keeps
+	MetricSlotUnconfirmed   = "orderpaid.outbox.slot.unconfirmed"    // gauge (By): WAL the slot's reader has not confirmed
 )
 
 const (
@@ -116,9 +118,42 @@ func (m *Metrics) SignatureFailure(ctx context.Context, reason string) {
 	m.signatureFailures.Add(ctx, 1, metric.WithAttributes(attrReason.String(reason)))
 }
 
+// ObserveSlot registers the gauges of the logical relay's slot
+// (OUTBOX_RELAY=logical), read at each collection: the WAL it keeps on the
+// server and the WAL its reader has not confirmed, in bytes. A relay that
+// stops shows as both growing with every write to the database; alert on
+// the first before the disk (or max_slot_wal_keep_size) does.
+func ObserveSlot(mp metric.MeterProvider, lag func(context.Context) (retained, unconfirmed int64, ok bool, err error)) error {
+	m := mp.Meter(meterName)
+	retained, err := m.Int64ObservableGauge(MetricSlotRetained, metric.WithUnit("By"),
+		metric.WithDescription("WAL the outbox's replication slot keeps on the server, since its restart position."))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", MetricSlotRetained, err)
+	}
+	unconfirmed, err := m.Int64ObservableGauge(MetricSlotUnconfirmed, metric.WithUnit("By"),
+		metric.WithDescription("WAL written since the outbox's replication slot last confirmed a position."))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", MetricSlotUnconfirmed, err)
+	}
+	_, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if r, u, ok, err := lag(ctx); err == nil && ok {
+			o.ObserveInt64(retained, r)
+			o.ObserveInt64(unconfirmed, u)
+		}
+		return nil
+	}, retained, unconfirmed)
+	if err != nil {
+		return fmt.Errorf("register slot gauges: %w", err)
+	}
+	return nil
+}
+
 // ObserveQueues registers the two gauges read from the database at each
 // collection (each Prometheus scrape): the outbox backlog and the poison
-// queue's pending messages. A failed query skips that observation: a missing
+// queue's pending messages (a nil outboxBacklog: not observed, the relay reads
+// a slot). A failed query skips that observation: a missing
 // sample says "unknown", and /readyz reports the database.
 func ObserveQueues(mp metric.MeterProvider, outboxBacklog, poisonPending func(context.Context) (int64, error)) error {
 	m := mp.Meter(meterName)
@@ -135,8 +170,10 @@ func ObserveQueues(mp metric.MeterProvider, outboxBacklog, poisonPending func(co
 	_, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if n, err := outboxBacklog(ctx); err == nil {
-			o.ObserveInt64(backlog, n)
+		if outboxBacklog != nil {
+			if n, err := outboxBacklog(ctx); err == nil {
+				o.ObserveInt64(backlog, n)
+			}
 		}
 		if n, err := poisonPending(ctx); err == nil {
 			o.ObserveInt64(poison, n)
