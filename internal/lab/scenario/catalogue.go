@@ -32,6 +32,8 @@ func Catalogue() []*Scenario {
 		offsetCommitLost(),
 		rebalanceMidBatch(),
 		kafkaExactlyOnceIsNotEnough(),
+		cdcRelayRestart(),
+		cdcSlotStalled(),
 		workerRestart(),
 		gracefulRestart(),
 		twoWorkers(),

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // Config is how the runner starts the world of each scenario.
@@ -153,9 +158,24 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 		r.NotApplicable = fmt.Sprintf("runs on the %s broker only (run it with --broker %s): %s", c.Scenario.Broker, c.Scenario.Broker, reason)
 		return r
 	}
+	if why, ok := c.Scenario.NotOn[cfg.Broker]; ok {
+		r.NotApplicable = fmt.Sprintf("not on the %s broker: %s", cfg.Broker, why)
+		return r
+	}
 	if n, _ := strconv.Atoi(cfg.Env["CONSUMER_BATCH_SIZE"]); n > 1 && c.Scenario.PerMessageOnly != "" {
 		r.NotApplicable = "per-message mode only (CONSUMER_BATCH_SIZE=1): " + c.Scenario.PerMessageOnly
 		return r
+	}
+	if c.Scenario.OutboxRelay == config.RelayLogical || cfg.Env["OUTBOX_RELAY"] == config.RelayLogical {
+		if level, err := walLevel(ctx, cfg.AdminURL); err != nil || level != "logical" {
+			why := fmt.Sprintf("the relay from the WAL needs wal_level = logical, and the server has %q (%v): run scripts/services.sh, or ALTER SYSTEM SET wal_level = logical and restart PostgreSQL", level, err)
+			if os.Getenv("CI") != "" {
+				r.Err = errors.New(why)
+			} else {
+				r.NotApplicable = why
+			}
+			return r
+		}
 	}
 	if len(cfg.BrokerPrefix) > maxScenarioPrefix {
 		r.Err = fmt.Errorf("BROKER_PREFIX %q is %d characters: the scenario runner adds 12 of its own to it for each scenario, so use at most %d",
@@ -184,6 +204,18 @@ func RunOne(ctx context.Context, cfg Config, c Case) (r Result) {
 		r.Err = fmt.Errorf("tear down: %w", err)
 	}
 	return r
+}
+
+// walLevel is the wal_level of the server of adminURL.
+func walLevel(ctx context.Context, adminURL string) (string, error) {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var level string
+	err = conn.QueryRow(ctx, "SHOW wal_level").Scan(&level)
+	return level, err
 }
 
 // play runs the scenario on s and waits until the system has settled.

@@ -29,6 +29,14 @@ type Scenario struct {
 	// one its run is not applicable, and BrokerReason says why.
 	Broker       string
 	BrokerReason string
+	// OutboxRelay, when set (config.RelayLogical), is the OUTBOX_RELAY every
+	// process of the scenario runs with. Where the server's wal_level is not
+	// logical the run is not applicable, naming the command that sets it
+	// (an error under CI, where it must run).
+	OutboxRelay string
+	// NotOn names the brokers the scenario does not apply to, each with why:
+	// there its run is not applicable.
+	NotOn map[string]string
 	// PerMessageOnly, when set, says why the scenario does not apply in
 	// batch mode (CONSUMER_BATCH_SIZE above 1 in Config.Env): its run is
 	// then not applicable, with that reason.

@@ -28,6 +28,7 @@ import (
 type Stage struct {
 	cfg     Config
 	without string
+	relay   string // the scenario's OUTBOX_RELAY, when it has one
 	dir     string // logs of every process and command
 
 	dbName, dbURL string
@@ -52,7 +53,7 @@ type Stage struct {
 // the ports; no service runs yet.
 func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 	s := &Stage{
-		cfg: cfg, without: c.Without, started: map[string]int{},
+		cfg: cfg, without: c.Without, relay: c.Scenario.OutboxRelay, started: map[string]int{},
 		brokerPrefix: cfg.BrokerPrefix + "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
 	}
 	if s.dir, err = os.MkdirTemp(cfg.LogDir, "orderpaid-scenario-"+c.Scenario.Name+"-"); err != nil {
@@ -157,6 +158,9 @@ func (s *Stage) env(override map[string]string) []string {
 	}
 	for k, v := range s.cfg.Env {
 		vars[k] = v
+	}
+	if s.relay != "" {
+		vars["OUTBOX_RELAY"] = s.relay
 	}
 	for k, v := range override {
 		vars[k] = v
