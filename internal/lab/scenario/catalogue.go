@@ -34,6 +34,7 @@ func Catalogue() []*Scenario {
 		kafkaExactlyOnceIsNotEnough(),
 		cdcRelayRestart(),
 		cdcSlotStalled(),
+		relayOrder(),
 		workerRestart(),
 		gracefulRestart(),
 		twoWorkers(),

@@ -3,9 +3,14 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
@@ -135,4 +140,106 @@ func firstLineWith(out, sub string) string {
 		}
 	}
 	return ""
+}
+
+func relayOrder() *Scenario {
+	return &Scenario{
+		Name: "relay-order",
+		Summary: "two transactions write order_paid for one paid order, and the first to begin commits last: the polling " +
+			"relay publishes them in transaction order once the first has ended, the relay from the WAL in commit order, at each commit",
+		Repeated: "order_paid written twice for a paid order (a backfill racing a redelivery)",
+		Broker:   config.BrokerPostgres,
+		BrokerReason: "it reads the order of publication from the topic's table; the order it shows is the relay's, " +
+			"the same on every broker",
+		// The two late messages find the order paid: three executions.
+		Protected: Expect{Checks: once(1, eq(ExecOrderPaid, 3))},
+		Settled:   func(c Counts) bool { return c.ExecOrderPaid >= 3 },
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			id, _, err := s.PaidOrder(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the e-mail", 30*time.Second, func(c Counts) bool { return c.Notified >= 1 }); err != nil {
+				return err
+			}
+			first, second, err := s.crossedWrites(ctx, id)
+			if err != nil {
+				return err
+			}
+			got, err := s.publishedOrder(ctx, first, second)
+			if err != nil {
+				return err
+			}
+			want, how := []string{first, second}, "transaction order: the first to begin, first, once it had ended"
+			if s.fromWAL() {
+				want, how = []string{second, first}, "commit order: the first to commit, first, at its commit"
+			}
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("order_paid published as %v, want %v (%s)", got, want, how)
+			}
+			s.Logf("published in %s", how)
+			return nil
+		},
+	}
+}
+
+// crossedWrites writes two order_paid messages for order id into the outbox
+// in two transactions, the first to begin committing last, and returns
+// their ids. It checks what a relay has published of the second while the
+// first is still open: the polling relay nothing (it reads only below the
+// oldest open transaction), the relay from the WAL the second already.
+func (s *Stage) crossedWrites(ctx context.Context, id uuid.UUID) (first, second string, err error) {
+	write := func(tx pgx.Tx, source string) (string, error) {
+		m, err := messages.NewOrderPaid(messages.OrderPaid{OrderID: id, AmountCents: 10000, Source: source})
+		if err != nil {
+			return "", err
+		}
+		return m.UUID, outbox.Publish(ctx, tx, messages.TopicOrderPaid, m)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if first, err = write(tx, "scenario:began-first"); err != nil {
+		return "", "", err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		second, err = write(tx, "scenario:committed-first")
+		return err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	time.Sleep(time.Second) // a relay's turn
+	early, err := s.publishedOrder(ctx, second)
+	if err != nil {
+		return "", "", err
+	}
+	s.Logf("while the first transaction is open, published of the second: %d", len(early))
+	if wantEarly := s.fromWAL(); (len(early) == 1) != wantEarly {
+		return "", "", fmt.Errorf("while the first transaction was open, %d of the committed second published: want %v", len(early), wantEarly)
+	}
+	return first, second, tx.Commit(ctx)
+}
+
+// publishedOrder waits up to 10s for the messages ids to be in the
+// order_paid topic's table and returns them in the order they were
+// published; with one id, it returns what is there at once.
+func (s *Stage) publishedOrder(ctx context.Context, ids ...string) ([]string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT uuid FROM watermill_order_paid WHERE uuid = ANY($1) ORDER BY "offset"`, ids)
+		if err != nil {
+			return nil, err
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(got) == len(ids) || len(ids) == 1 || time.Now().After(deadline) {
+			return got, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
