@@ -7,6 +7,7 @@
 #
 # Usage: scripts/bench.sh                  guards on/off and half load, on postgres, amqp and nats
 #        BROKERS=postgres scripts/bench.sh --orders 20000
+#        BROKERS=kafka scripts/bench.sh    on KAFKA_BROKERS, else on an in-process cluster (not a real Kafka)
 #        scripts/bench.sh --full           also the 5M-row inbox and the 1M-order backfill (postgres;
 #                                          takes an hour or more on 2 cores)
 # Extra flags go to every `orderpaid bench` (orderpaid bench -h lists them).
