@@ -113,6 +113,7 @@ func RunReconcile(ctx context.Context, cfg ReconcileConfig) (rep ReconcileReport
 		return rep, err
 	}
 	defer own.stop()
+	rep.KafkaInProcess = own.kafka != nil
 	prefix := "r" + bench.RandomHex(4) + "_"
 	defer func() {
 		err = errors.Join(err, bench.DeleteTopology(cfg.Broker, cfg.AMQPURL, cfg.NATSURL, cfg.KafkaBrokers, prefix))

@@ -9,8 +9,11 @@ import (
 
 // ReconcileReport is what one reconcile soak did and found.
 type ReconcileReport struct {
-	Config   ReconcileConfig
-	Database string
+	Config ReconcileConfig
+	// KafkaInProcess: the soak ran on the in-process Kafka cluster it
+	// started (Config.KafkaBrokers was empty).
+	KafkaInProcess bool
+	Database       string
 	// Orders is the orders created and paid; Payments what their customers
 	// saw; LoadTime how long until the last customer was done.
 	Orders   int
@@ -36,7 +39,7 @@ func (r ReconcileReport) Passed() bool { return allOK(r.Checks) }
 // Print writes the report on one screen.
 func (r ReconcileReport) Print(w io.Writer) {
 	c, p, f := r.Config, r.Payments, r.Facts
-	fmt.Fprintf(w, "orderpaid soak --reconcile: %d orders, broker %s, %d workers, database %s\n", r.Orders, c.Broker, c.Workers, r.Database)
+	fmt.Fprintf(w, "orderpaid soak --reconcile: %d orders, broker %s, %d workers, database %s\n", r.Orders, brokerLabel(c.Broker, c.NATSURL, r.KafkaInProcess), c.Workers, r.Database)
 	fmt.Fprintf(w, "load:      %d orders created and paid at %.0f/s, every customer done after %s: %d paid at the first request, "+
 		"%d after a retry with the same key (%d waited out a lease), %d gave up after no answer (%d requests refused while the api restarted)\n",
 		r.Orders, c.Rate, r.LoadTime.Round(time.Millisecond), p.FirstTry, p.Retried, p.WaitedLease, p.GaveUp, p.Refused)

@@ -35,14 +35,8 @@ func (r Report) Passed() bool { return allOK(r.Checks) }
 // Print writes the report on one screen.
 func (r Report) Print(w io.Writer) {
 	c := r.Config
-	broker := c.Broker
-	if c.Broker == "nats" && strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
-		broker += " (private nats-server)"
-	}
-	if r.KafkaInProcess {
-		broker += " (in-process cluster, franz-go's kfake)"
-	}
-	fmt.Fprintf(w, "orderpaid soak: %d orders, broker %s, %d workers, database %s\n", c.Orders, broker, c.Workers, r.Database)
+	fmt.Fprintf(w, "orderpaid soak: %d orders, broker %s, %d workers, database %s\n",
+		c.Orders, brokerLabel(c.Broker, c.NATSURL, r.KafkaInProcess), c.Workers, r.Database)
 	if c.Without != "" {
 		fmt.Fprintf(w, "guards:  OFF: %s (the soak should catch the damage)\n", c.Without)
 	}
@@ -77,6 +71,18 @@ func (r Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\nFAIL: invariants violated; database %s %s, logs in %s\n", r.Database, kept, c.LogDir)
 	}
+}
+
+// brokerLabel names the broker for a report, and the one the soak started
+// for itself: a private nats-server, or the in-process Kafka cluster.
+func brokerLabel(broker, natsURL string, kafkaInProcess bool) string {
+	switch {
+	case broker == "nats" && strings.HasPrefix(natsURL, "nats://127.0.0.1:"):
+		return broker + " (private nats-server)"
+	case kafkaInProcess:
+		return broker + " (in-process cluster, franz-go's kfake)"
+	}
+	return broker
 }
 
 func perOrder(n int64, orders int) float64 {
