@@ -41,7 +41,7 @@ func runSoak(e env) error {
 	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
 	workers := fs.Int("workers", 2, "worker processes kept running")
 	batch := fs.Int("batch", 0, "run the workers in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE)")
-	position := fs.String("position", "", "with --batch and --broker postgres: with-effects commits a batch's position with its effects (CONSUMER_POSITION)")
+	position := fs.String("position", "", "with --batch and --broker postgres or kafka: with-effects commits a batch's position with its effects (CONSUMER_POSITION)")
 	rate := fs.Float64("rate", 200, "webhooks per second (with --reconcile: orders created and paid per second, default 25)")
 	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often (with --reconcile: the api, started again at once)")
 	restartEvery := fs.Duration("restart-every", 7*time.Second, "restart a random worker gracefully (SIGTERM: its relay too) this often")
