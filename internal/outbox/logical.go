@@ -88,6 +88,10 @@ func (r *LogicalRelay) Run(ctx context.Context) error {
 	return nil
 }
 
+// statusEvery is how often the relay tells the slot where it is when
+// nothing happens, well inside the server's wal_sender_timeout (60s).
+const statusEvery = 10 * time.Second
+
 // stream reads the slot until ctx ends or something fails: it starts at
 // the slot's confirmed position, publishes each committed transaction's
 // rows and confirms the transaction's end after the broker confirmed.
@@ -104,92 +108,114 @@ func (r *LogicalRelay) stream(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start reading slot %s: %w", slot, err)
 	}
-	var d decoder
-	var confirmed pglogrepl.LSN          // the end of the last transaction published
-	const statusEvery = 10 * time.Second // well inside wal_sender_timeout (60s)
-	nextStatus := time.Now().Add(statusEvery)
+	rd := &reading{conn: conn, slot: slot, nextStatus: time.Now().Add(statusEvery)}
 	for {
-		if time.Now().After(nextStatus) {
-			if err := confirm(ctx, conn, confirmed); err != nil {
-				return err
-			}
-			nextStatus = time.Now().Add(statusEvery)
+		data, err := rd.receive(ctx)
+		if err == nil && data != nil {
+			err = r.take(ctx, rd, data)
 		}
-		recvCtx, cancel := context.WithDeadline(ctx, nextStatus)
-		raw, err := conn.ReceiveMessage(recvCtx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case pgconn.Timeout(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("read slot %s: %w", slot, err)
-		}
-		data, ok := raw.(*pgproto3.CopyData)
-		if !ok {
-			if e, isErr := raw.(*pgproto3.ErrorResponse); isErr {
-				return fmt.Errorf("read slot %s: %w", slot, pgconn.ErrorResponseToPgError(e))
-			}
-			continue
-		}
-		switch data.Data[0] {
-		case pglogrepl.PrimaryKeepaliveMessageByteID:
-			ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data.Data[1:])
-			if err != nil {
-				return err
-			}
-			// Between transactions, everything the server sent so far is
-			// published: its position can be confirmed, so that a slot over
-			// an idle outbox does not hold back the WAL of other tables.
-			if !d.inTx && ka.ServerWALEnd > confirmed {
-				confirmed = ka.ServerWALEnd
-			}
-			if ka.ReplyRequested {
-				nextStatus = time.Time{}
-			}
-		case pglogrepl.XLogDataByteID:
-			xld, err := pglogrepl.ParseXLogData(data.Data[1:])
-			if err != nil {
-				return err
-			}
-			rows, end, err := d.decode(xld.WALData)
-			if err != nil || end == 0 {
-				if err != nil {
-					return fmt.Errorf("read slot %s: %w", slot, err)
-				}
-				continue
-			}
-			if err := r.publish(ctx, rows); err != nil {
-				return err // not confirmed: read again from the slot
-			}
-			if err := r.faults.Hit(FaultBeforeConfirm); err != nil {
-				return fmt.Errorf("confirm %s to slot %s: %w", end, slot, err)
-			}
-			confirmed = end
-			if err := confirm(ctx, conn, confirmed); err != nil {
-				return err
-			}
-			nextStatus = time.Now().Add(statusEvery)
+		if err != nil {
+			return err
 		}
 	}
 }
 
-// publish publishes one transaction's rows, in order, all or nothing as far
-// as the slot knows: a failure leaves its transaction unconfirmed.
-func (r *LogicalRelay) publish(ctx context.Context, rows []*message.Message) error {
-	if done := r.relay(rows); done < len(rows) {
-		return fmt.Errorf("publish a transaction's outbox rows: %d of %d published (see the warning before)", done, len(rows))
+// take handles one message of the stream. A keepalive between two
+// transactions confirms the server's position: everything it sent so far is
+// published, and a slot over an idle outbox must not hold back the WAL of
+// other tables. A transaction's commit publishes its rows, then confirms
+// its end.
+func (r *LogicalRelay) take(ctx context.Context, rd *reading, data []byte) error {
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return err
+		}
+		if !rd.d.inTx && ka.ServerWALEnd > rd.confirmed {
+			rd.confirmed = ka.ServerWALEnd
+		}
+		if ka.ReplyRequested {
+			rd.nextStatus = time.Time{}
+		}
+	case pglogrepl.XLogDataByteID:
+		xld, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return err
+		}
+		rows, end, err := rd.d.decode(xld.WALData)
+		if err != nil {
+			return fmt.Errorf("read slot %s: %w", rd.slot, err)
+		}
+		if end == 0 {
+			return nil // inside a transaction
+		}
+		if err := r.publish(rows); err != nil {
+			return err // not confirmed: read again from the slot
+		}
+		if err := r.faults.Hit(FaultBeforeConfirm); err != nil {
+			return fmt.Errorf("confirm %s to slot %s: %w", end, rd.slot, err)
+		}
+		rd.confirmed = end
+		return rd.confirm(ctx)
 	}
 	return nil
 }
 
-// confirm tells the slot that everything up to lsn is published (0: nothing
-// yet; a status update is still sent, as the server's timeout wants).
-func confirm(ctx context.Context, conn *pgconn.PgConn, lsn pglogrepl.LSN) error {
-	err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: lsn})
+// reading is one connection's reading of the slot.
+type reading struct {
+	conn       *pgconn.PgConn
+	slot       string
+	d          decoder
+	confirmed  pglogrepl.LSN // the end of the last transaction published
+	nextStatus time.Time     // when the slot is told confirmed again
+}
+
+// receive waits for the next message of the stream until the slot is due
+// its status, and sends it then. nil, nil: no message came meanwhile.
+func (rd *reading) receive(ctx context.Context) ([]byte, error) {
+	if time.Now().After(rd.nextStatus) {
+		if err := rd.confirm(ctx); err != nil {
+			return nil, err
+		}
+	}
+	recvCtx, cancel := context.WithDeadline(ctx, rd.nextStatus)
+	raw, err := rd.conn.ReceiveMessage(recvCtx)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case pgconn.Timeout(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read slot %s: %w", rd.slot, err)
+	}
+	switch m := raw.(type) {
+	case *pgproto3.CopyData:
+		return m.Data, nil
+	case *pgproto3.ErrorResponse:
+		return nil, fmt.Errorf("read slot %s: %w", rd.slot, pgconn.ErrorResponseToPgError(m))
+	}
+	return nil, nil
+}
+
+// confirm tells the slot that everything up to rd.confirmed is published
+// (0: nothing yet; a status update is still sent, as the server's timeout
+// wants).
+func (rd *reading) confirm(ctx context.Context) error {
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, rd.conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: rd.confirmed})
 	if err != nil {
-		return fmt.Errorf("confirm %s to the outbox's slot: %w", lsn, err)
+		return fmt.Errorf("confirm %s to slot %s: %w", rd.confirmed, rd.slot, err)
+	}
+	rd.nextStatus = time.Now().Add(statusEvery)
+	return nil
+}
+
+// publish publishes one transaction's rows, in order, all or nothing as far
+// as the slot knows: a failure leaves its transaction unconfirmed.
+func (r *LogicalRelay) publish(rows []*message.Message) error {
+	if done := r.relay(rows); done < len(rows) {
+		return fmt.Errorf("publish a transaction's outbox rows: %d of %d published (see the warning before)", done, len(rows))
 	}
 	return nil
 }
