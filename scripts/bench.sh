@@ -8,6 +8,8 @@
 # Usage: scripts/bench.sh                  guards on/off and half load, on postgres, amqp and nats
 #        BROKERS=postgres scripts/bench.sh --orders 20000
 #        BROKERS=kafka scripts/bench.sh    on KAFKA_BROKERS, else on an in-process cluster (not a real Kafka)
+#        RELAYS="poll logical" scripts/bench.sh   each broker with the polling relay, then the relay from
+#                                          the WAL (OUTBOX_RELAY=logical; needs wal_level = logical)
 #        scripts/bench.sh --full           also the 5M-row inbox and the 1M-order backfill (postgres;
 #                                          takes an hour or more on 2 cores)
 # Extra flags go to every `orderpaid bench` (orderpaid bench -h lists them).
@@ -28,7 +30,9 @@ go build -o bin/orderpaid ./cmd/orderpaid
 for broker in ${BROKERS:-postgres amqp nats}; do
   extra=()
   if [ "$broker" = postgres ]; then extra=("${full[@]}"); fi
-  echo
-  echo "==> orderpaid bench --broker $broker ${extra[*]} ${args[*]}"
-  bin/orderpaid bench --broker "$broker" "${extra[@]}" "${args[@]}"
+  for relay in ${RELAYS:-poll}; do
+    echo
+    echo "==> orderpaid bench --broker $broker --relay $relay ${extra[*]} ${args[*]}"
+    bin/orderpaid bench --broker "$broker" --relay "$relay" "${extra[@]}" "${args[@]}"
+  done
 done

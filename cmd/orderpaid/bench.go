@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/orderpaid/orderpaid/internal/lab/bench"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // errTargetsMissed is returned by `bench --strict` when a performance target
@@ -23,6 +24,7 @@ var errTargetsMissed = errors.New("bench: at least one target was not met (see t
 func runBench(e env) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	brokerName := fs.String("broker", "", "postgres, amqp, nats or kafka (KAFKA_BROKERS, else an in-process cluster) (default: BROKER, else postgres)")
+	relay := fs.String("relay", config.RelayPoll, "the OUTBOX_RELAY of api and worker: poll (the outbox table polled) or logical (its inserts read from a logical replication slot; needs wal_level = logical)")
 	orders := fs.Int("orders", 5000, "orders per run")
 	senders := fs.Int("senders", 16, "concurrent webhook senders")
 	ceilingWorkers := fs.Int("ceiling-workers", 16, "goroutines running the ceiling transaction")
@@ -52,6 +54,9 @@ func runBench(e env) error {
 	if *orders < 1 || *senders < 1 || *ceilingWorkers < 1 || *repeat < 1 || *inboxRows < 0 || *backfill < 0 {
 		return usageError{errors.New("bench: --orders, --senders, --ceiling-workers and --repeat must be positive; --inbox-rows and --backfill not negative")}
 	}
+	if *relay != config.RelayPoll && *relay != config.RelayLogical {
+		return usageError{fmt.Errorf("bench: --relay %q: want poll or logical", *relay)}
+	}
 	cfg, _, err := loadConfig(e)
 	if err != nil {
 		return err
@@ -73,7 +78,7 @@ func runBench(e env) error {
 	}
 	rep, err := bench.Suite(e.ctx, bench.Config{
 		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: kafkaBrokersSet(cfg),
-		LogDir: *logDir, Orders: *orders, Senders: *senders, CeilingWorkers: *ceilingWorkers, Keep: *keep,
+		Relay: *relay, LogDir: *logDir, Orders: *orders, Senders: *senders, CeilingWorkers: *ceilingWorkers, Keep: *keep,
 		Progress: e.stderr,
 	}, plan)
 	if err != nil {

@@ -56,7 +56,8 @@ func RunBackfill(ctx context.Context, cfg Config, n, batchSize int) (res Backfil
 		return res, err
 	}
 	stack, err := StartStack(ctx, StackConfig{Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
-		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, NoAPI: true, BatchSize: batchSize})
+		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, NoAPI: true, BatchSize: batchSize,
+		OutboxRelay: cfg.Relay})
 	if err != nil {
 		return res, err
 	}

@@ -68,7 +68,7 @@ func TestSmallBenchmarkCountsEveryEffectOnce(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep.Print(&out)
-	for _, want := range []string{"ceiling:", "guards on", "guards off", "targets (docs/performance.md#targets)", "every effect once: guards on", "CPU budget: guards on costs"} {
+	for _, want := range []string{"ceiling:", "relay:   poll", "guards on", "guards off", "targets (docs/performance.md#targets)", "every effect once: guards on", "CPU budget: guards on costs"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

@@ -10,11 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
+	"github.com/orderpaid/orderpaid/internal/outbox"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 )
 
 // The statements in this file administer the server (checkpoint a database,
-// read its settings; internal/lab/tempdb creates and drops it): sqlc
+// read its settings, wal_level among them; internal/lab/tempdb creates and
+// drops it): sqlc
 // generates queries against the schema, not DDL naming a database, so they
 // are the only SQL written in Go in this package. Everything else goes through internal/platform/queries (the service's) and internal/lab/labqueries (the lab's).
 
@@ -86,6 +88,25 @@ func ServerInfo(ctx context.Context, pool *pgxpool.Pool) string {
 		return "PostgreSQL (settings unreadable: " + err.Error() + ")"
 	}
 	return fmt.Sprintf("PostgreSQL %s, synchronous_commit=%s, shared_buffers=%s, max_connections=%s", version, syncCommit, buffers, maxConns)
+}
+
+// RequireLogical returns outbox.ErrNotLogical, with the server's setting,
+// unless the server of adminURL runs with wal_level = logical, which the
+// relay from the WAL (OUTBOX_RELAY=logical) needs.
+func RequireLogical(ctx context.Context, adminURL string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to read wal_level: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var level string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('wal_level')").Scan(&level); err != nil {
+		return fmt.Errorf("read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return fmt.Errorf("bench: --relay logical: the server's wal_level is %s: %w", level, outbox.ErrNotLogical)
+	}
+	return nil
 }
 
 // RandomHex returns 2n random hex digits, for names no other run uses.

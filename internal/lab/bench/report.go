@@ -6,12 +6,14 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
 // Print writes the report as the tables docs/performance.md shows.
 func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "orderpaid bench, %s\n", r.Date.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "machine: %s\nserver:  %s\nbroker:  %s\n", r.Machine, r.Server, r.Broker)
+	fmt.Fprintf(w, "machine: %s\nserver:  %s\nbroker:  %s\nrelay:   %s\n", r.Machine, r.Server, r.Broker, relayLabel(r.Relay))
 	c := r.Ceiling
 	fmt.Fprintf(w, "ceiling: %.0f tx/s (effect step: state-check UPDATE + transition row + outbox row in one transaction, %d goroutines, %d transactions;\n"+
 		"         CPU per transaction: client %s, PostgreSQL %s, together %s)\n\n",
@@ -84,6 +86,17 @@ func (r Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "\nCPU budget: %s\n", strings.ReplaceAll(note, "\n", "\n            "))
 		}
 	}
+}
+
+// relayLabel says what OUTBOX_RELAY=relay means, for the report's header.
+func relayLabel(relay string) string {
+	switch relay {
+	case config.RelayLogical:
+		return "logical (OUTBOX_RELAY=logical: the outbox's inserts read from a logical replication slot)"
+	case config.RelayPoll:
+		return "poll (OUTBOX_RELAY=poll: the outbox table polled)"
+	}
+	return relay
 }
 
 func usageCells(us []Usage) string {

@@ -32,6 +32,10 @@ type Config struct {
 	// in this process: its CPU is then the load generator's, and the report
 	// names that column bench+kafka.
 	kafkaInProcess bool
+	// Relay is the OUTBOX_RELAY of every run's api and worker: poll (the
+	// default) or logical (the relay from the WAL, which Suite refuses at
+	// once where the server's wal_level is not logical).
+	Relay string
 	// LogDir receives the processes' logs.
 	LogDir string
 	// Orders is the number of orders per run (default 5000).
@@ -49,6 +53,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	c.Broker = cmp.Or(c.Broker, config.BrokerPostgres)
+	c.Relay = cmp.Or(c.Relay, config.RelayPoll)
 	c.Orders = cmp.Or(c.Orders, 5000)
 	c.Senders = cmp.Or(c.Senders, 16)
 	c.CeilingWorkers = cmp.Or(c.CeilingWorkers, 16)
@@ -133,7 +138,7 @@ func RunOne(ctx context.Context, cfg Config, spec Spec) (res Result, err error) 
 	stack, err := StartStack(ctx, StackConfig{
 		Binary: cfg.Binary, LogDir: logDir, DatabaseURL: d.URL,
 		Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: cfg.KafkaBrokers, Prefix: prefix, Without: spec.Without,
-		BatchSize: spec.BatchSize,
+		BatchSize: spec.BatchSize, OutboxRelay: cfg.Relay,
 	})
 	if err != nil {
 		return Result{}, err

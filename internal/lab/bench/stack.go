@@ -35,6 +35,10 @@ type StackConfig struct {
 	BatchSize int
 	// Position is the workers' CONSUMER_POSITION ("": the default).
 	Position string
+	// OutboxRelay is the OUTBOX_RELAY of api and workers: poll (the
+	// default, "") or logical (the relay from the WAL; needs wal_level =
+	// logical on the server).
+	OutboxRelay string
 	// ProvidersURL, when set, is the FAKES_URL of api and workers instead
 	// of the fakes' own address (a proxy in front of the providers), and
 	// WebhookURL where the fakes deliver their webhooks instead of the
@@ -85,6 +89,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		"WEBHOOK_SECRET=" + s.Secret,
 		config.DevVariable + "=1", // a lab run: the api accepts the dev secret
 		"CONSUMER_BATCH_SIZE=" + fmt.Sprint(max(cfg.BatchSize, 1)),
+		"OUTBOX_RELAY=" + cmp.Or(cfg.OutboxRelay, config.RelayPoll),
 	}
 	if cfg.Position != "" {
 		s.env = append(s.env, "CONSUMER_POSITION="+cfg.Position)

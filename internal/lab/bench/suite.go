@@ -43,6 +43,8 @@ type Report struct {
 	Date            time.Time
 	Machine, Server string
 	Broker          string
+	// Relay is the OUTBOX_RELAY every run's api and worker ran with.
+	Relay string
 	// Cores is the number of CPUs the processes share (runtime.NumCPU).
 	Cores    int
 	Ceiling  Ceiling
@@ -54,7 +56,14 @@ type Report struct {
 // (never two at once: they would share the two cores).
 func Suite(ctx context.Context, cfg Config, plan Plan) (Report, error) {
 	cfg = cfg.withDefaults()
-	rep := Report{Date: time.Now().UTC(), Machine: machine(), Broker: cfg.Broker, Cores: runtime.NumCPU()}
+	rep := Report{Date: time.Now().UTC(), Machine: machine(), Broker: cfg.Broker, Relay: cfg.Relay, Cores: runtime.NumCPU()}
+	if cfg.Relay == config.RelayLogical {
+		// Before anything is measured: every api and worker of the runs
+		// would refuse to start without it.
+		if err := RequireLogical(ctx, cfg.AdminURL); err != nil {
+			return rep, err
+		}
+	}
 	if cfg.Broker == config.BrokerKafka && cfg.KafkaBrokers == "" {
 		cluster, err := kafkalab.Start()
 		if err != nil {
