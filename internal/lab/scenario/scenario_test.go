@@ -132,6 +132,9 @@ func TestScenariosWithThePositionInTheEffectsTransaction(t *testing.T) {
 		if s.WithEffects == nil && !slices.Contains(cut, s.Name) {
 			continue
 		}
+		if s.Broker != "" && s.Broker != "postgres" {
+			continue // another broker's scenario: TestScenariosOnKafka runs Kafka's in this mode
+		}
 		ran++
 		cases := []scenario.Case{{Scenario: s}}
 		if s.WithEffects != nil {
