@@ -20,6 +20,7 @@ func TestBenchAndSoakCommandLine(t *testing.T) {
 		{[]string{"bench", "--runs", "sideways"}, `unknown run "sideways"`},
 		{[]string{"bench", "--orders", "0"}, "must be positive"},
 		{[]string{"bench", "--relay", "cdc"}, `--relay "cdc": want poll or logical`},
+		{[]string{"soak", "--relay", "cdc"}, `soak: --relay "cdc": want poll or logical`},
 		{[]string{"soak", "--broker", "sqs"}, `--broker "sqs": want nats, postgres, amqp or kafka`},
 		{[]string{"soak", "--reconcile", "--broker", "sqs"}, `--broker "sqs"`},
 		{[]string{"soak", "--duplicates", "1.5"}, "--duplicates 1.5"},

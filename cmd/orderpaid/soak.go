@@ -41,6 +41,7 @@ func runSoak(e env) error {
 	refunds := fs.Float64("refunds", 0.1, "share of orders the provider also reports refunded, shuffled in with the payments (0 to 1)")
 	workers := fs.Int("workers", 2, "worker processes kept running")
 	batch := fs.Int("batch", 0, "run the workers in batch mode, this many messages per transaction (CONSUMER_BATCH_SIZE)")
+	relay := fs.String("relay", config.RelayPoll, "the OUTBOX_RELAY of api and workers: poll, or logical (the relay reads a replication slot, and each worker SIGKILL kills it mid-stream; needs wal_level = logical)")
 	position := fs.String("position", "", "with --batch and --broker postgres or kafka: with-effects commits a batch's position with its effects (CONSUMER_POSITION)")
 	rate := fs.Float64("rate", 200, "webhooks per second (with --reconcile: orders created and paid per second, default 25)")
 	killEvery := fs.Duration("kill-every", 3*time.Second, "SIGKILL a random worker this often (with --reconcile: the api, started again at once)")
@@ -79,6 +80,8 @@ func runSoak(e env) error {
 		return usageError{fmt.Errorf("soak: --duplicates %v: want a share between 0 and 1", *duplicates)}
 	case *killEvery <= 0 || *restartEvery <= 0 || *settle <= 0:
 		return usageError{errors.New("soak: --kill-every, --restart-every and --settle-timeout must be positive durations")}
+	case *relay != config.RelayPoll && *relay != config.RelayLogical:
+		return usageError{fmt.Errorf("soak: --relay %q: want poll or logical", *relay)}
 	case *restartRabbitMQ && *brokerName != config.BrokerAMQP:
 		return usageError{errors.New("soak: --restart-rabbitmq needs --broker amqp")}
 	}
@@ -107,7 +110,7 @@ func runSoak(e env) error {
 	}
 	rep, err := soak.Run(e.ctx, soak.Config{
 		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL, KafkaBrokers: kafkaBrokersSet(cfg),
-		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, Workers: *workers, Without: *withoutList, Rate: *rate,
+		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, OutboxRelay: *relay, Workers: *workers, Without: *withoutList, Rate: *rate,
 		KillEvery: *killEvery, RestartEvery: *restartEvery,
 		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
 		SettleTimeout: *settle, LogDir: *logDir, Keep: *keep, KeepOnFailure: true, Progress: e.stderr,
@@ -140,7 +143,7 @@ func reconcileFlags(fs *flag.FlagSet) soakReconcileFlags {
 		every:        fs.Duration("reconcile-every", 6*time.Second, "with --reconcile: run two reconcile at once this often during the load"),
 		gatewayDelay: fs.Duration("gateway-delay", 200*time.Millisecond, "with --reconcile: how long a charge takes to reach the gateway, and its answer to come back"),
 		only:         []string{"drop-webhooks", "give-up", "grace", "reconcile-every", "gateway-delay"},
-		notWith:      []string{"duplicates", "refunds", "batch", "position", "restart-every", "restart-postgres", "restart-rabbitmq", "without"},
+		notWith:      []string{"duplicates", "refunds", "batch", "position", "relay", "restart-every", "restart-postgres", "restart-rabbitmq", "without"},
 	}
 }
 
