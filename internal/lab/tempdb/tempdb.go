@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -63,19 +64,47 @@ func CreateFrom(ctx context.Context, adminURL, name, template string) (dbURL str
 func Drop(adminURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// A database with a replication slot (OUTBOX_RELAY=logical) cannot be
-	// dropped, and a slot left behind would keep WAL on the server forever:
-	// its readers go first, then its slots.
-	if err := Exec(ctx, adminURL, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = "+quoteLiteral(name)+" AND active_pid IS NOT NULL"); err != nil {
-		return fmt.Errorf("stop the replication readers of database %s: %w", name, err)
-	}
-	if err := Exec(ctx, adminURL, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = "+quoteLiteral(name)); err != nil {
-		return fmt.Errorf("drop the replication slots of database %s (drop them by hand: SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots): %w", name, err)
+	if err := dropSlots(ctx, adminURL, name); err != nil {
+		return err
 	}
 	if err := Exec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 		return fmt.Errorf("drop database %s (drop it by hand with psql): %w", name, err)
 	}
 	return nil
+}
+
+// dropSlots drops the replication slots of database name
+// (OUTBOX_RELAY=logical): a database with a slot cannot be dropped, and a
+// slot left behind would keep WAL on the server forever. A slot's reader
+// goes first (pg_terminate_backend waits up to 5s for it to exit); a reader
+// that was still going away, or came back, is asked again, for up to 10s.
+func dropSlots(ctx context.Context, adminURL, name string) error {
+	db := quoteLiteral(name)
+	var err error
+	for range 20 {
+		err = errors.Join(
+			Exec(ctx, adminURL, "SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots WHERE database = "+db+" AND active_pid IS NOT NULL"),
+			Exec(ctx, adminURL, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = "+db+" AND NOT active"))
+		left, countErr := countSlots(ctx, adminURL, name)
+		if countErr == nil && left == 0 {
+			return nil
+		}
+		err = errors.Join(err, countErr, fmt.Errorf("%d slot(s) left", left))
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("drop the replication slots of database %s (drop them by hand: SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = %s): %w", name, db, err)
+}
+
+// countSlots is how many replication slots database name has.
+func countSlots(ctx context.Context, adminURL, name string) (int, error) {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE database = $1", name).Scan(&n)
+	return n, err
 }
 
 // SetParameter sets a server parameter for every new session on the
