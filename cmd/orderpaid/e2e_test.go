@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
@@ -45,7 +41,7 @@ func TestEndToEndInBatchMode(t *testing.T) {
 // every broker. It skips where wal_level is not logical (outside CI).
 func TestEndToEndWithTheLogicalRelay(t *testing.T) {
 	t.Parallel()
-	requireLogicalWAL(t)
+	pgtest.RequireLogicalWAL(t)
 	for _, b := range brokers {
 		for _, size := range []string{"1", "20"} {
 			t.Run(b.name+"/batch_"+size, func(t *testing.T) {
@@ -54,28 +50,6 @@ func TestEndToEndWithTheLogicalRelay(t *testing.T) {
 			})
 		}
 	}
-}
-
-// requireLogicalWAL skips the test, naming the command that fixes it,
-// where the test server's wal_level is not logical; in CI it fails.
-func requireLogicalWAL(t *testing.T) {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), pgtest.AdminURL())
-	if err != nil {
-		t.Skipf("PostgreSQL not reachable at %s: %v", pgtest.AdminURL(), err)
-	}
-	defer conn.Close(context.Background())
-	var level string
-	if err := conn.QueryRow(t.Context(), "SHOW wal_level").Scan(&level); err != nil {
-		t.Fatal(err)
-	}
-	if level == "logical" {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("wal_level is %s, and CI runs the logical relay: scripts/services.sh sets wal_level = logical", level)
-	}
-	t.Skipf("wal_level is %s: run scripts/services.sh (it sets wal_level = logical on the local cluster, once, with a restart)", level)
 }
 
 func testEndToEnd(t *testing.T, brokerEnv map[string]string) {

@@ -92,7 +92,7 @@ func TestSoakUnderFaultsOnKafka(t *testing.T) {
 // wal_level is not logical (outside CI).
 func TestSoakUnderFaultsWithTheLogicalRelay(t *testing.T) {
 	bin := parallelSoak(t)
-	requireLogicalWAL(t)
+	pgtest.RequireLogicalWAL(t)
 	rep, err := soak.Run(t.Context(), soak.Config{
 		Binary: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", LogDir: t.TempDir(), OutboxRelay: "logical", BatchSize: 20,
 		Orders: 200, Rate: 15, Workers: 2, KillEvery: 1500 * time.Millisecond, RestartEvery: 5 * time.Second,
@@ -104,23 +104,6 @@ func TestSoakUnderFaultsWithTheLogicalRelay(t *testing.T) {
 	requirePassed(t, rep)
 	if kinds := faultKinds(t, rep.Faults); kinds["SIGKILL"] < 2 {
 		t.Errorf("faults injected %v: want at least 2 SIGKILLs", kinds)
-	}
-}
-
-// requireLogicalWAL skips the test where the test server's wal_level is not
-// logical, naming the command that sets it; in CI it fails.
-func requireLogicalWAL(t *testing.T) {
-	t.Helper()
-	pool, _ := pgtest.NewDatabase(t)
-	var level string
-	if err := pool.QueryRow(t.Context(), "SHOW wal_level").Scan(&level); err != nil {
-		t.Fatal(err)
-	}
-	if level != "logical" && os.Getenv("CI") != "" {
-		t.Fatalf("wal_level is %s, and CI runs the logical relay: scripts/services.sh sets wal_level = logical", level)
-	}
-	if level != "logical" {
-		t.Skipf("wal_level is %s: run scripts/services.sh (it sets wal_level = logical on the local cluster, once, with a restart)", level)
 	}
 }
 
