@@ -279,7 +279,7 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	}
 	var inner []message.HandlerMiddleware
 	if w.levers.guards != nil {
-		inner = append(inner, switches.HoldAfterCommit) // for the outbox's mistake
+		inner = append(inner, switches.HoldWhileOutboxOff(w.levers.guards)) // for the outbox's mistake
 	}
 	if w.dedupe {
 		mw, err := switches.DedupeExecutions(0, logger)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,4 +89,11 @@ func orderID(r *http.Request) (uuid.UUID, error) {
 		return uuid.Nil, badRequest{fmt.Sprintf("order id %q is not a UUID", chi.URLParam(r, "id"))}
 	}
 	return id, nil
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

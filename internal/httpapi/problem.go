@@ -147,10 +147,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + "..."
 }
-
-// writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}

@@ -11,14 +11,15 @@
 //     read through the getenv that run passes in. With no exporter
 //     configured, traces are the no-op implementation and cost nothing.
 //   - propagation.go is the one place where W3C trace context crosses a
-//     message hop: watermill's message.Metadata as a TextMapCarrier.
+//     hop: watermill's message.Metadata as a TextMapCarrier, the consumer
+//     span of every delivery (messaging semantic conventions), and the
+//     traced HTTP client of the calls to the providers.
 //   - order.go carries the order id in the context and stamps it on every
-//     span started under it, so a trace can be found by order.
+//     span started under it, so a trace can be found by order; its log
+//     handler adds trace_id and span_id to log lines.
 //   - step.go is the span and the counters of one guarded step.
-//   - messaging.go is the consumer span of every delivery (messaging
-//     semantic conventions).
-//   - metrics.go holds the flow's instruments; log.go adds trace_id and
-//     span_id to log lines.
+//   - metrics.go holds the flow's instruments; gauges.go the operator's
+//     gauges read from the database at each scrape.
 //
 // Spans are started with the TracerProvider of the span already in the
 // context wherever there is one (trace.SpanFromContext(ctx).TracerProvider()),

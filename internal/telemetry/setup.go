@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -141,26 +139,4 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("flush telemetry: %w", err)
 	}
 	return nil
-}
-
-// HTTPClient returns a client whose calls are CLIENT spans named
-// "METHOD /path", children of the span in the request's context, with the
-// W3C traceparent header set so the provider can continue the trace (only
-// trace context goes out; the order id does not).
-//
-// It keeps up to 128 idle connections per host: a worker calls the
-// provider from a whole batch of handlers at once, and Go's default of 2
-// would close and dial again most connections on every call.
-func (t *Telemetry) HTTPClient(timeout time.Duration) *http.Client {
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = 128
-	return &http.Client{
-		Timeout: timeout,
-		Transport: otelhttp.NewTransport(base,
-			otelhttp.WithTracerProvider(t.TracerProvider),
-			otelhttp.WithMeterProvider(t.MeterProvider),
-			otelhttp.WithPropagators(Propagator()),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
-		),
-	}
 }

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"unicode"
 
+	watermill "github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/google/uuid"
 
+	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/strictjson"
 )
 
@@ -85,4 +88,18 @@ func validEventID(id string) bool {
 		}
 	}
 	return true
+}
+
+// message is the message an event causes, and its topic.
+func message(ev Event) (string, *watermill.Message, error) {
+	if ev.Type == EventPaymentRefunded {
+		msg, err := messages.NewOrderRefunded(messages.OrderRefunded{
+			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+		})
+		return messages.TopicOrderRefunded, msg, err
+	}
+	msg, err := messages.NewOrderPaid(messages.OrderPaid{
+		OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
+	})
+	return messages.TopicOrderPaid, msg, err
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"time"
 
-	watermill "github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
-	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
@@ -62,20 +60,6 @@ func (in *Ingestor) WithMetrics(m *telemetry.Metrics) *Ingestor {
 	c := *in
 	c.metrics = m
 	return &c
-}
-
-// message is the message an event causes, and its topic.
-func message(ev Event) (string, *watermill.Message, error) {
-	if ev.Type == EventPaymentRefunded {
-		msg, err := messages.NewOrderRefunded(messages.OrderRefunded{
-			OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
-		})
-		return messages.TopicOrderRefunded, msg, err
-	}
-	msg, err := messages.NewOrderPaid(messages.OrderPaid{
-		OrderID: ev.Data.OrderID, AmountCents: ev.Data.AmountCents, Source: "webhook:" + ev.ID,
-	})
-	return messages.TopicOrderPaid, msg, err
 }
 
 // signatureFailureReason names a signature error for the failure counter.

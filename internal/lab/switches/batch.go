@@ -3,6 +3,7 @@ package switches
 import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/outbox"
 )
 
@@ -20,6 +21,23 @@ func HoldAfterCommit(h message.HandlerFunc) message.HandlerFunc {
 			err = send()
 		}
 		return out, err
+	}
+}
+
+// HoldWhileOutboxOff is HoldAfterCommit for the runs that start with the
+// outbox's guard off in s: with it on, nothing needs holding and the run is
+// the handler's alone. A run that starts before the lab page switches the
+// guard off and reaches the mistake after fails, as a run with no hold does,
+// and its redelivery is held.
+func HoldWhileOutboxOff(s *Set) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		held := HoldAfterCommit(h)
+		return func(msg *message.Message) ([]*message.Message, error) {
+			if s.Off(effect.GuardOutbox) {
+				return held(msg)
+			}
+			return h(msg)
+		}
 	}
 }
 

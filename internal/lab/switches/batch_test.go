@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
 	"github.com/orderpaid/orderpaid/internal/effect"
@@ -210,5 +212,28 @@ func TestHoldAfterCommit(t *testing.T) {
 	}
 	if got := pub.published(); len(got) != 0 {
 		t.Errorf("the mistake without a hold published %v", got)
+	}
+}
+
+// HoldWhileOutboxOff holds a run only while the outbox's guard is off: with
+// it on, the outbox's mistake would find no hold (a run that goes through
+// nothing of the lab's); switched off, the run holds and sends after it.
+func TestHoldWhileOutboxOff(t *testing.T) {
+	s := (*switches.Set)(nil).Live()
+	pub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	defer pub.Close()
+	var held bool
+	h := switches.HoldWhileOutboxOff(s)(func(msg *message.Message) ([]*message.Message, error) {
+		held = outbox.PublishAfterCommit(pub)(msg.Context(), nil, "t", message.NewMessage("m", nil)) == nil
+		return nil, nil
+	})
+	if _, err := h(message.NewMessage("1", nil)); err != nil || held {
+		t.Fatalf("outbox guard on: held=%v err=%v, want the run not held", held, err)
+	}
+	if err := s.Switch(effect.GuardOutbox, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h(message.NewMessage("2", nil)); err != nil || !held {
+		t.Fatalf("outbox guard off: held=%v err=%v, want the run held", held, err)
 	}
 }
