@@ -230,3 +230,57 @@ func TestEnsureSlotRefusesOverThePollingBacklog(t *testing.T) {
 		t.Errorf("%d slot(s) left after the refusal, want 0", slots)
 	}
 }
+
+// A relay over an idle outbox still moves its slot: a keepalive between two
+// transactions confirms the server's position, so the WAL that other tables
+// write (on a shared server, every other database's too) is not held back by
+// a relay with nothing to publish. Without it the slot's confirmed position
+// would stay at the last outbox transaction, and the server would keep all
+// the WAL written since, until its disk fills.
+func TestLogicalRelayIdleMovesItsSlotPastOtherTables(t *testing.T) {
+	t.Parallel()
+	pool := logicalDatabase(t)
+	out := &recorder{}
+	startLogical(t, pool, out, nil)
+	waitPublished(t, out, writeLogical(t, pool, 1)...)
+	var database string
+	if err := pool.QueryRow(t.Context(), `SELECT current_database()`).Scan(&database); err != nil {
+		t.Fatal(err)
+	}
+	var last, written string
+	if err := pool.QueryRow(t.Context(), `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, outbox.SlotName(database)).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	// Writes the publication does not carry: nothing for the relay to publish.
+	for _, stmt := range []string{
+		`CREATE TABLE not_outbox (n int)`,
+		`INSERT INTO not_outbox SELECT generate_series(1, 20000)`,
+	} {
+		if _, err := pool.Exec(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pool.QueryRow(t.Context(), `SELECT pg_current_wal_lsn()::text`).Scan(&written); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		var confirmed string
+		var past bool
+		err := pool.QueryRow(t.Context(), `SELECT confirmed_flush_lsn::text, confirmed_flush_lsn >= $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1`,
+			outbox.SlotName(database), written).Scan(&confirmed, &past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if past {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot confirmed %s (after the last outbox transaction: %s), want at least %s, past the other table's writes, within 45s", confirmed, last, written)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := out.published(); len(got) != 1 {
+		t.Errorf("published %v, want the one outbox row only", got)
+	}
+}
