@@ -239,6 +239,20 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
+// eachMarkdown calls fn with every Markdown file of the repository: its path
+// from root, its path and its text.
+func eachMarkdown(t *testing.T, root string, fn func(rel, file string, doc []byte)) {
+	t.Helper()
+	for _, file := range markdownFiles(t, root) {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		fn(rel, file, doc)
+	}
+}
+
 func markdownFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var files []string

@@ -66,12 +66,7 @@ func TestCodeLinksNameWhatTheFileDeclares(t *testing.T) {
 		return n
 	}
 	checked := 0
-	for _, file := range markdownFiles(t, root) {
-		doc, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, file)
+	eachMarkdown(t, root, func(rel, file string, doc []byte) {
 		forEachProseLine(doc, func(line int, text string) {
 			check := func(name, target string, declaredOnly bool) {
 				if strings.Contains(name, "_") || strings.HasSuffix(name, ".go") {
@@ -101,7 +96,7 @@ func TestCodeLinksNameWhatTheFileDeclares(t *testing.T) {
 				check(m[2], m[1], false)
 			}
 		})
-	}
+	})
 	if checked < 200 {
 		t.Fatalf("checked %d links naming Go declarations, want the docs' hundreds: the patterns are broken", checked)
 	}

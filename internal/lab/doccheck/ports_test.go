@@ -1,8 +1,6 @@
 package doccheck
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,12 +18,7 @@ var hardCoded = regexp.MustCompile(`(localhost|127\.0\.0\.1):(8080|8081)\b|@(loc
 func TestDocCommandsReadTheAddressesFromTheEnvironment(t *testing.T) {
 	root := repoRoot(t)
 	checked := 0
-	for _, file := range markdownFiles(t, root) {
-		doc, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, file)
+	eachMarkdown(t, root, func(rel, _ string, doc []byte) {
 		for n, line := range strings.Split(string(doc), "\n") {
 			if !strings.Contains(line, "curl ") && !strings.Contains(line, "psql ") {
 				continue
@@ -35,7 +28,7 @@ func TestDocCommandsReadTheAddressesFromTheEnvironment(t *testing.T) {
 				t.Errorf("%s:%d: a command names %s: use $API_URL, $FAKES_URL or \"$DATABASE_URL\"", rel, n+1, m)
 			}
 		}
-	}
+	})
 	if checked < 20 {
 		t.Fatalf("only %d command lines found: the walk is broken", checked)
 	}
