@@ -94,25 +94,27 @@ func newMessage(id, orderID uuid.UUID, payload any) (*message.Message, error) {
 // DecodeOrderPaid parses an order_paid payload strictly.
 func DecodeOrderPaid(payload []byte) (OrderPaid, error) {
 	var p OrderPaid
-	if err := decodeStrict(payload, &p); err != nil {
-		return p, err
-	}
-	if p.OrderID == uuid.Nil {
-		return p, fmt.Errorf("%w: order_id is missing", ErrMalformed)
-	}
-	return p, nil
+	err := decodeForOrder(payload, &p, &p.OrderID)
+	return p, err
 }
 
 // DecodeOrderConfirmed parses an order_confirmed payload strictly.
 func DecodeOrderConfirmed(payload []byte) (OrderConfirmed, error) {
 	var p OrderConfirmed
-	if err := decodeStrict(payload, &p); err != nil {
-		return p, err
+	err := decodeForOrder(payload, &p, &p.OrderID)
+	return p, err
+}
+
+// decodeForOrder decodes payload strictly into v, whose order id is at
+// orderID: a message with no order id is malformed.
+func decodeForOrder(payload []byte, v any, orderID *uuid.UUID) error {
+	if err := decodeStrict(payload, v); err != nil {
+		return err
 	}
-	if p.OrderID == uuid.Nil {
-		return p, fmt.Errorf("%w: order_id is missing", ErrMalformed)
+	if *orderID == uuid.Nil {
+		return fmt.Errorf("%w: order_id is missing", ErrMalformed)
 	}
-	return p, nil
+	return nil
 }
 
 func decodeStrict(payload []byte, v any) error {

@@ -59,23 +59,15 @@ func NewRefundConfirmed(orderID uuid.UUID) (*message.Message, error) {
 // DecodeOrderRefunded parses an order_refunded payload strictly.
 func DecodeOrderRefunded(payload []byte) (OrderRefunded, error) {
 	var p OrderRefunded
-	if err := decodeStrict(payload, &p); err != nil {
-		return p, err
-	}
-	if p.OrderID == uuid.Nil {
-		return p, fmt.Errorf("%w: order_id is missing", ErrMalformed)
-	}
-	return p, nil
+	err := decodeForOrder(payload, &p, &p.OrderID)
+	return p, err
 }
 
 // DecodeRefundRequested parses a refund_requested payload strictly.
 func DecodeRefundRequested(payload []byte) (RefundRequested, error) {
 	var p RefundRequested
-	if err := decodeStrict(payload, &p); err != nil {
+	if err := decodeForOrder(payload, &p, &p.OrderID); err != nil {
 		return p, err
-	}
-	if p.OrderID == uuid.Nil {
-		return p, fmt.Errorf("%w: order_id is missing", ErrMalformed)
 	}
 	if p.Reason != ReasonCustomerRequest && p.Reason != ReasonOutOfStock {
 		return p, fmt.Errorf("%w: reason %q is neither %s nor %s", ErrMalformed, p.Reason, ReasonCustomerRequest, ReasonOutOfStock)
@@ -86,11 +78,6 @@ func DecodeRefundRequested(payload []byte) (RefundRequested, error) {
 // DecodeRefundConfirmed parses a refund_confirmed payload strictly.
 func DecodeRefundConfirmed(payload []byte) (RefundConfirmed, error) {
 	var p RefundConfirmed
-	if err := decodeStrict(payload, &p); err != nil {
-		return p, err
-	}
-	if p.OrderID == uuid.Nil {
-		return p, fmt.Errorf("%w: order_id is missing", ErrMalformed)
-	}
-	return p, nil
+	err := decodeForOrder(payload, &p, &p.OrderID)
+	return p, err
 }
