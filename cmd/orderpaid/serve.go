@@ -210,6 +210,9 @@ func serve(e env, name string, p process) (err error) {
 		}
 		fmt.Fprintf(e.stdout, "worker running (broker %s)\n", b.Name)
 	}
+	if err := serveProfiler(ctx, g, e, cfg, logger); err != nil {
+		return err
+	}
 	return g.Wait()
 }
 

@@ -37,7 +37,9 @@ func startTelemetry(e env, name string, timeout time.Duration, logger *slog.Logg
 
 // serveWorkerMetrics serves GET /metrics on METRICS_ADDR for a process that
 // runs the worker without the api (which serves /metrics itself). Off when
-// METRICS_ADDR is empty, so several workers can share a host.
+// METRICS_ADDR is empty, so several workers can share a host. It serves
+// /metrics only: the profiler has no authentication, and is PPROF_ADDR's
+// (serveProfiler).
 func serveWorkerMetrics(ctx context.Context, g *errgroup.Group, e env, cfg config.Config, tel *telemetry.Telemetry, logger *slog.Logger) error {
 	if cfg.MetricsAddr == "" {
 		return nil
@@ -48,9 +50,32 @@ func serveWorkerMetrics(ctx context.Context, g *errgroup.Group, e env, cfg confi
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", tel.MetricsHandler)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	serveHTTP(ctx, g, "metrics", ln, mux, cfg.ShutdownTimeout, logger)
 	fmt.Fprintf(e.stdout, "metrics listening on http://%s/metrics\n", ln.Addr())
+	return nil
+}
+
+// serveProfiler serves Go's profiler (/debug/pprof/) on PPROF_ADDR, which
+// config.Load keeps on loopback (config.LoopbackProfilerAddr says why). Off
+// when PPROF_ADDR is empty. Its writes may take 2 minutes: a CPU profile or
+// a trace answers after the seconds it was asked for.
+func serveProfiler(ctx context.Context, g *errgroup.Group, e env, cfg config.Config, logger *slog.Logger) error {
+	if cfg.ProfilerAddr == "" {
+		return nil
+	}
+	ln, err := listen(cfg.ProfilerAddr, "PPROF_ADDR")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	timeouts := defaultHTTPTimeouts
+	timeouts.Write = 2 * time.Minute
+	serveHTTPWith(ctx, g, "profiler", ln, newHTTPServer(mux, timeouts), cfg.ShutdownTimeout, logger)
+	fmt.Fprintf(e.stdout, "profiler listening on http://%s/debug/pprof/\n", ln.Addr())
 	return nil
 }

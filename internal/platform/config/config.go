@@ -78,9 +78,14 @@ type Config struct {
 	WebhookSecret   string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
 	Dev             bool   // ORDERPAID_DEV=1: a development, workshop or test run
 	// MetricsAddr is where `orderpaid worker` serves GET /metrics
-	// (METRICS_ADDR, e.g. :9090; default none). The api serves /metrics on
-	// HTTP_ADDR, and `all` there too.
+	// (METRICS_ADDR, e.g. 127.0.0.1:9090; default none). The api serves
+	// /metrics on HTTP_ADDR, and `all` there too. Never the profiler: see
+	// ProfilerAddr.
 	MetricsAddr string
+	// ProfilerAddr is where a process that runs the api or the worker
+	// serves Go's profiler, /debug/pprof/ (PPROF_ADDR; default none: no
+	// profiler), on loopback only (LoopbackProfilerAddr).
+	ProfilerAddr string
 
 	// ShutdownTimeout bounds graceful shutdown (SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
@@ -128,7 +133,7 @@ var prefixRe = regexp.MustCompile(`^[a-z0-9_]{0,40}$`)
 // the OpenTelemetry SDK itself). The compose file test checks against it.
 var Variables = []string{
 	"DATABASE_URL", "BROKER", "BROKER_PREFIX", "AMQP_URL", "NATS_URL", "KAFKA_BROKERS", "HTTP_ADDR", "FAKES_ADDR",
-	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", DevVariable,
+	"FAKES_URL", "WEBHOOK_URL", "WEBHOOK_SECRET", "SHUTDOWN_TIMEOUT", "METRICS_ADDR", "PPROF_ADDR", DevVariable,
 	"CONSUMER_BATCH_SIZE", "CONSUMER_POSITION", "OUTBOX_RELAY",
 }
 
@@ -194,6 +199,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if _, _, err := net.SplitHostPort(cfg.MetricsAddr); cfg.MetricsAddr != "" && err != nil {
 		return Config{}, fmt.Errorf("METRICS_ADDR=%q: want host:port such as :9090", cfg.MetricsAddr)
 	}
+	if cfg.ProfilerAddr, err = LoopbackProfilerAddr(getenv("PPROF_ADDR")); err != nil {
+		return Config{}, err
+	}
 	for name, v := range map[string]string{
 		"DATABASE_URL": cfg.DatabaseURL, "AMQP_URL": cfg.AMQPURL, "NATS_URL": cfg.NATSURL,
 		"FAKES_URL": cfg.FakesURL, "WEBHOOK_URL": cfg.WebhookURL,
@@ -214,6 +222,34 @@ func (c Config) ForDevRun() Config {
 		c.HTTPAddr = DevHTTPAddr
 	}
 	return c
+}
+
+// LoopbackProfilerAddr parses PPROF_ADDR: empty is no profiler, a port
+// alone (:6060) is 127.0.0.1:6060, and a host other than loopback
+// (127.0.0.1, ::1, localhost) is refused.
+//
+// Failure it prevents: anyone who reaches the port reading the process's
+// secrets and taking its CPU. A heap profile is the process's memory, with
+// WEBHOOK_SECRET and the database password in it; a CPU profile or an
+// execution trace costs the process for as long as the caller asks. The
+// profiler has no authentication, so it has a listener of its own, never
+// /metrics's (which a scraper on another machine reads), and that listener
+// is on loopback. From another machine, reach it through a tunnel (ssh -L,
+// kubectl port-forward).
+func LoopbackProfilerAddr(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return "", fmt.Errorf("PPROF_ADDR=%q: want host:port on loopback such as 127.0.0.1:6060 (a port alone, :6060, is on 127.0.0.1)", v)
+	}
+	if ip := net.ParseIP(host); host != "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("PPROF_ADDR=%q: the profiler listens on loopback only (127.0.0.1, ::1 or localhost): a heap profile holds "+
+			"WEBHOOK_SECRET and the database password, and anyone reaching the port could read it; from another machine, "+
+			"use a tunnel (ssh -L 6060:127.0.0.1:6060 HOST, kubectl port-forward)", v)
+	}
+	return net.JoinHostPort(cmp.Or(host, "127.0.0.1"), port), nil
 }
 
 // batchSize parses CONSUMER_BATCH_SIZE: empty is 1.

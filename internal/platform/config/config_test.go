@@ -262,3 +262,32 @@ func TestOutboxRelay(t *testing.T) {
 		}
 	}
 }
+
+// PPROF_ADDR is off unless set, a port alone is on 127.0.0.1, and a host
+// other than loopback is refused, naming the variable and saying why: the
+// profiler has no authentication and a heap profile holds the secrets.
+func TestProfilerAddrIsLoopbackOnly(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{"", ""},
+		{":6060", "127.0.0.1:6060"},
+		{"127.0.0.1:6060", "127.0.0.1:6060"},
+		{"localhost:6060", "localhost:6060"},
+		{"[::1]:6060", "[::1]:6060"},
+		{"0.0.0.0:6060", ""},
+		{"[::]:6060", ""},
+		{"10.0.0.5:6060", ""},
+		{"db.internal:6060", ""},
+		{"6060", ""},
+	} {
+		cfg, err := config.Load(func(k string) string { return map[string]string{"PPROF_ADDR": tt.value}[k] })
+		if tt.want == "" && tt.value != "" {
+			if err == nil || !strings.Contains(err.Error(), `PPROF_ADDR="`+tt.value+`"`) || !strings.Contains(err.Error(), "loopback") {
+				t.Errorf("PPROF_ADDR=%s: Load error = %v, want one naming the variable and loopback", tt.value, err)
+			}
+			continue
+		}
+		if err != nil || cfg.ProfilerAddr != tt.want {
+			t.Errorf("PPROF_ADDR=%q: ProfilerAddr = %q, %v; want %q", tt.value, cfg.ProfilerAddr, err, tt.want)
+		}
+	}
+}
