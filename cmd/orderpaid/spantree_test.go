@@ -127,7 +127,7 @@ func effectAttrs(technique, outcome string) map[string]string {
 //	                relay order_confirmed
 //	                  process order_confirmed
 //	                    effect confirmation_delivered    inbox applied
-//	                      effect notification_sent       provider_idempotency_key applied
+//	                      effect notification_sent       notification_claim       applied
 //	                        POST /notifications
 //	            effect commission                unique_ledger_key applied
 //
@@ -157,7 +157,7 @@ func checkOrderTrace(t *testing.T, all spans, orderID, system string) spans {
 	enqueued := ss.child(t, orderPaid, "effect confirmation_enqueued", effectAttrs("transactional_outbox", "applied"))
 	confirmed := hop(t, ss, enqueued, "order_confirmed", system)
 	delivered := ss.child(t, confirmed, "effect confirmation_delivered", effectAttrs("inbox", "applied"))
-	sent := ss.child(t, delivered, "effect notification_sent", effectAttrs("provider_idempotency_key", "applied"))
+	sent := ss.child(t, delivered, "effect notification_sent", effectAttrs("notification_claim", "applied"))
 	if call := ss.child(t, sent, "POST /notifications", nil); call.kind != "client" {
 		t.Errorf("provider call span kind %s, want client", call.kind)
 	}

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/orderpaid/orderpaid/internal/consumer"
@@ -183,18 +184,19 @@ func TestOrderPaidBatchWithoutTheOutboxPublishesAfterTheCommit(t *testing.T) {
 	}
 }
 
-// The order_confirmed guards, each switched off in turn; with either off
-// the batch hands its messages to HandleOrderConfirmed one at a time (a
-// transaction per provider answer logged). Without the inbox, every copy
-// of a message calls the provider, A's two copies in one batch and B's and
-// C's redeliveries in the next; the provider's key still sends one e-mail
-// each. Without the provider's key, a call whose inbox row was never
+// The order_confirmed guards, each switched off in turn with the e-mail's
+// claim (which alone would answer every copy below without a call); with
+// one off the batch hands its messages to HandleOrderConfirmed one at a
+// time (a transaction per provider answer logged). Without the inbox, every
+// copy of a message calls the provider, A's two copies in one batch and B's
+// and C's redeliveries in the next; the provider's key still sends one
+// e-mail each. Without the provider's key, a call whose inbox row was never
 // written (the fault point after the call, for A) is made again by the
 // redelivery with a fresh key: a second e-mail.
 func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		guard   string
+		guards  []string
 		batches [][]int
 		fault   bool // the fault point after the first call of the first batch
 		// count is the effect of an order; off its values for A, B and C
@@ -202,13 +204,13 @@ func TestOrderConfirmedBatchWithAGuardOffDoesThePerMessageDamage(t *testing.T) {
 		count func(t *testing.T, b *bundle, o queries.Order) int
 		off   [3]int
 	}{
-		{effect.GuardInbox, [][]int{{0, 0, 1, 2}, {1, 2}}, false, providerCalls, [3]int{2, 2, 2}},
-		{effect.GuardProviderKey, [][]int{{0, 1, 2}, {0, 1}}, true, func(_ *testing.T, b *bundle, o queries.Order) int { return sentTo(b, o) }, [3]int{2, 1, 1}},
+		{[]string{effect.GuardInbox, effect.GuardNotificationClaim}, [][]int{{0, 0, 1, 2}, {1, 2}}, false, providerCalls, [3]int{2, 2, 2}},
+		{[]string{effect.GuardProviderKey, effect.GuardNotificationClaim}, [][]int{{0, 1, 2}, {0, 1}}, true, func(_ *testing.T, b *bundle, o queries.Order) int { return sentTo(b, o) }, [3]int{2, 1, 1}},
 	} {
 		for _, off := range []bool{true, false} {
-			name, set, want := fmt.Sprintf("%s off", tc.guard), switches.Without(tc.guard), tc.off
+			name, set, want := fmt.Sprintf("%s off", strings.Join(tc.guards, "+")), switches.Without(tc.guards...), tc.off
 			if !off {
-				name, set, want = fmt.Sprintf("%s on", tc.guard), nil, [3]int{1, 1, 1}
+				name, set, want = fmt.Sprintf("%s on", strings.Join(tc.guards, "+")), nil, [3]int{1, 1, 1}
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()

@@ -85,6 +85,7 @@ type confirmedItem struct {
 	delivered, notification *telemetry.Step
 	sendCtx                 context.Context // the provider step's; nil: no call
 	sent                    notify.Sent
+	claimed                 bool // sent before, by the e-mail's claim: no call, nothing to log
 	// first is the index of the first copy of this message id in the
 	// batch (i itself for the first); round counts the copies before it.
 	first, round int
@@ -140,7 +141,7 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 			errs[i] = c.recordBatched(mctx, it.run, nil)
 			continue
 		}
-		it.sendCtx, it.notification = it.run.Begin(inboxCtx, effect.NotificationSent, effect.ProviderKey)
+		it.sendCtx, it.notification = it.run.Begin(inboxCtx, effect.NotificationSent, effect.NotificationClaim)
 		rounds = max(rounds, it.round+1)
 	}
 	slots := make(chan struct{}, maxProviderCalls)
@@ -166,13 +167,15 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 // in errs.
 func (c *Consumers) send(it *confirmedItem, errs []error) {
 	mctx := it.msg.Context()
-	sent, err := c.notifier.Send(it.sendCtx, notify.MessageKey(it.msg.UUID), it.orderID, notify.TemplateOrderConfirmed)
+	sent, called, err := c.sendClaimed(it.sendCtx, it.msg.UUID, it.orderID, notify.TemplateOrderConfirmed)
 	switch {
 	case errors.Is(err, notify.ErrRejected):
 		errs[it.i] = c.recordBatched(mctx, it.run, permanent(err))
 	case err != nil:
 		errs[it.i] = c.recordBatched(mctx, it.run, err)
 		notify.WaitRetryAfter(mctx, errs[it.i])
+	case !called:
+		it.sent, it.claimed = sent, true
 	default:
 		it.sent = sent
 	}
@@ -185,7 +188,7 @@ func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedIt
 	var log queries.NotificationLogInsertBatchParams
 	log.Template = notify.TemplateOrderConfirmed
 	for i, it := range items {
-		if errs[i] != nil || it.first != i || it.sent.ID == "" {
+		if errs[i] != nil || it.first != i || it.sent.ID == "" || it.claimed {
 			continue
 		}
 		log.OrderIds = append(log.OrderIds, it.orderID)

@@ -76,6 +76,8 @@ type Guards struct {
 	InboxSeen func(ctx context.Context, q *queries.Queries, consumer, messageID string) (bool, error)
 	// ProviderKey: the provider's Idempotency-Key for a message.
 	ProviderKey func(messageID string) string
+	// ClaimNotice: one e-mail per order and template (notify.Claim).
+	ClaimNotice func(ctx context.Context, q *queries.Queries, orderID uuid.UUID, template, key string) (notify.Claimed, error)
 }
 
 // Guarded returns the guards: production's steps.
@@ -90,6 +92,7 @@ func Guarded() Guards {
 		Enqueue:           outbox.Publish,
 		InboxSeen:         inbox.Seen,
 		ProviderKey:       notify.MessageKey,
+		ClaimNotice:       notify.Claim,
 	}
 }
 

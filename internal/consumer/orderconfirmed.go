@@ -97,13 +97,14 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 	return err
 }
 
-// sendNotice asks the provider for notice n about the order, under the message's
-// provider key, and logs its answer: the guarded step n.sent.
+// sendNotice sends notice n about the order once per order (sendClaimed,
+// under the e-mail's claim and the provider's key) and logs the provider's
+// answer: the guarded step n.sent.
 func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) error {
-	_, err := run.Step(ctx, n.sent, effect.ProviderKey, func(ctx context.Context) (effect.Outcome, error) {
-		sent, err := c.notifier.Send(ctx, c.guards.ProviderKey(messageID), orderID, n.template)
-		if err != nil {
-			return "", err
+	_, err := run.Step(ctx, n.sent, effect.NotificationClaim, func(ctx context.Context) (effect.Outcome, error) {
+		sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template)
+		if err != nil || !called {
+			return effect.AlreadyApplied, err
 		}
 		if err := c.q.NotificationLogInsert(ctx, queries.NotificationLogInsertParams{
 			OrderID: orderID, MessageID: messageID, IdempotencyKey: sent.Key,

@@ -24,8 +24,10 @@ func TestOrderConfirmedNotifiesOnce(t *testing.T) {
 		{"inbox off", switches.Without(effect.GuardInbox), 1, 1},
 		// The inbox alone protects sequential redeliveries...
 		{"provider key off", switches.Without(effect.GuardProviderKey), 1, 1},
-		// ...but with neither, every redelivery is another e-mail.
-		{"inbox and provider key off", switches.Without(effect.GuardInbox, effect.GuardProviderKey), 3, 1},
+		// The claim alone protects every redelivery...
+		{"inbox and provider key off", switches.Without(effect.GuardInbox, effect.GuardProviderKey), 1, 1},
+		// ...but with none of the three, every redelivery is another e-mail.
+		{"inbox, provider key and claim off", switches.Without(effect.GuardInbox, effect.GuardProviderKey, effect.GuardNotificationClaim), 3, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +61,9 @@ func TestCrashAfterProviderCallSendsOnce(t *testing.T) {
 		wantProvider int
 	}{
 		{"with the provider key", nil, 1},
-		{"without the provider key", switches.Without(effect.GuardProviderKey), 2},
+		// The claim was settled before the crash: the redelivery finds it.
+		{"without the provider key", switches.Without(effect.GuardProviderKey), 1},
+		{"without the provider key and the claim", switches.Without(effect.GuardProviderKey, effect.GuardNotificationClaim), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -96,9 +96,9 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o q
 	}
 	ctx, refunded := run.Begin(ctx, effect.GatewayRefund, effect.ProviderKey)
 	key := payment.RefundKey(o.ID)
-	answer, err := c.gateway.Refund(ctx, key, payment.RefundRequest{ChargeID: chargeID, AmountCents: o.AmountCents})
+	answer, err := c.askThenRefund(ctx, key, o, chargeID)
 	if err != nil {
-		return fmt.Errorf("refund order %s: %w", o.ID, err) // no answer: the same key again later
+		return fmt.Errorf("refund order %s: %w", o.ID, err) // no answer: ask again later
 	}
 	if err := c.faults.Hit(FaultAfterGatewayRefund); err != nil {
 		return err
@@ -130,6 +130,24 @@ func (c *Consumers) refundAtGateway(ctx context.Context, run *telemetry.Run, o q
 		refunded.End(effect.AlreadyApplied)
 	}
 	return nil
+}
+
+// askThenRefund asks the gateway for the refunds of the order before asking
+// for one: a refund whose answer was lost, by a worker killed after the call
+// or a timeout, is found there and answered as a replay, never sent again
+// blind to a gateway that may have forgotten its key
+// (docs/techniques/ask-first.md). The service keeps no row that says a
+// refund call was sent, so it always asks; an error means the gateway could
+// not say, and nothing was sent.
+func (c *Consumers) askThenRefund(ctx context.Context, key string, o queries.Order, chargeID string) (payment.GatewayAnswer, error) {
+	found, err := c.gateway.RefundsOf(ctx, o.ID)
+	if err != nil {
+		return payment.GatewayAnswer{}, err
+	}
+	if len(found) > 0 {
+		return payment.GatewayAnswer{Status: http.StatusOK, Body: found[0], Replayed: true}, nil
+	}
+	return c.gateway.Refund(ctx, key, payment.RefundRequest{ChargeID: chargeID, AmountCents: o.AmountCents})
 }
 
 // notNow reports whether a gateway's answer says "not now" rather than

@@ -125,19 +125,17 @@ func TestShortOrderIsRefundedOnceThroughRedeliveriesAndACrash(t *testing.T) {
 	if refunds := b.gateway.Refunds(); len(refunds) != 1 {
 		t.Errorf("the gateway made %d refunds, want 1: %+v", len(refunds), refunds)
 	}
-	// The redelivery after the crash sent the order's key again and got the
-	// first refund back from the gateway's store; the next found the order
-	// refunded and called no one. A key per delivery would be refused
-	// instead (409: the charge is refunded): the gateway's own balance check
-	// is a second line, and it does not say which refund it was.
+	// The redelivery after the crash asked the gateway for the order's
+	// refunds first and found the first one (askThenRefund): nothing was
+	// sent again; the next found the order refunded and called no one.
 	var replayed, calls int
 	if err := b.pool.QueryRow(context.Background(),
-		`SELECT count(*) FILTER (WHERE replayed AND status = 201), count(*) FROM gateway_refund_calls WHERE order_id = $1`,
-		o.ID).Scan(&replayed, &calls); err != nil {
+		`SELECT count(*) FILTER (WHERE replayed AND refund_id = $2), count(*) FROM gateway_refund_calls WHERE order_id = $1`,
+		o.ID, b.gateway.Refunds()[0].ID).Scan(&replayed, &calls); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 || replayed != 1 {
-		t.Errorf("%d refund answers recorded, %d of them 201 replayed; want 1 and 1 (the first was lost in the crash)", calls, replayed)
+		t.Errorf("%d refund answers recorded, %d of them the first refund found; want 1 and 1 (the first was lost in the crash)", calls, replayed)
 	}
 	a := b.audit(t, o.ID)
 	if got := b.status(t, o); got != order.StatusRefunded {

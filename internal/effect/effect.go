@@ -42,6 +42,12 @@ const (
 	// ChargeRecord: the charge the provider's signed event names, recorded
 	// on the order's payment intent.
 	ChargeRecord Technique = "charge_record"
+	// AskFirst: a call whose outcome is unknown is never sent again blind;
+	// the provider is asked what it did first.
+	AskFirst Technique = "ask_provider_first"
+	// NotificationClaim: one e-mail per order and template, whatever the
+	// message: a claim row under that business identity, never cleaned.
+	NotificationClaim Technique = "notification_claim"
 )
 
 // Result is one protected step of a handler run: which effect, which guard,

@@ -33,16 +33,18 @@ type Protection struct {
 
 // Guard names, as --without spells them.
 const (
-	GuardChargeClaim      = "charge-claim"
-	GuardIdempotencyKey   = "idempotency-key"
-	GuardChargeRecord     = "charge-record"
-	GuardWebhookInbox     = "webhook-inbox"
-	GuardStateCheck       = "state-check"
-	GuardStockReservation = "stock-reservation"
-	GuardLedgerKey        = "ledger-key"
-	GuardOutbox           = "outbox"
-	GuardInbox            = "inbox"
-	GuardProviderKey      = "provider-key"
+	GuardChargeClaim       = "charge-claim"
+	GuardIdempotencyKey    = "idempotency-key"
+	GuardChargeRecord      = "charge-record"
+	GuardWebhookInbox      = "webhook-inbox"
+	GuardStateCheck        = "state-check"
+	GuardStockReservation  = "stock-reservation"
+	GuardLedgerKey         = "ledger-key"
+	GuardOutbox            = "outbox"
+	GuardInbox             = "inbox"
+	GuardProviderKey       = "provider-key"
+	GuardAskFirst          = "ask-first"
+	GuardNotificationClaim = "notification-claim"
 )
 
 // Protections is the table, in the order an order meets its rows. The
@@ -55,6 +57,11 @@ var Protections = []Protection{
 		How:     "one charge per order whatever the key: a per-order charge claim (`order_charges`, unique per order) and a gateway key from the order; an order no longer pending never reaches the gateway again",
 		HowPT:   "uma cobrança por pedido, qualquer que seja a chave: uma reivindicação de cobrança por pedido (`order_charges`, única por pedido) e uma chave do gateway vinda do pedido; um pedido que não está mais pendente nunca mais chega ao gateway",
 		Without: GuardChargeClaim, Guard: "payment.Service.claimCharge", Mistake: "payment.NoChargeClaim", Page: "docs/techniques/idempotency-key.md"},
+	{Effect: Charges, Says: "charge again a charge whose answer was lost", Technique: AskFirst,
+		SaysPT:  "cobrar de novo uma cobrança cuja resposta se perdeu",
+		How:     "an attempt whose outcome is unknown is never sent again blind: the gateway is asked for the order's charges first (`GET /charges?order_id=`), and a `409` of its own type answers when it cannot say",
+		HowPT:   "uma tentativa de resultado desconhecido nunca é reenviada às cegas: o gateway é consultado antes sobre as cobranças do pedido (`GET /charges?order_id=`), e um `409` de tipo próprio responde quando ele não sabe dizer",
+		Without: GuardAskFirst, Guard: "payment.Service.askFirst", Mistake: "payment.SendBlind", Page: "docs/techniques/ask-first.md"},
 	{Effect: Charge, Says: "charge again on a client's retry", Technique: IdempotencyKey,
 		SaysPT:  "cobrar de novo numa retentativa do cliente",
 		How:     "the `Idempotency-Key` at `POST /orders/{id}/payments`: a retry gets the stored answer, byte for byte",
@@ -100,6 +107,11 @@ var Protections = []Protection{
 		How:     "the message id as the provider's Idempotency-Key",
 		HowPT:   "o id da mensagem como o Idempotency-Key do provedor",
 		Without: GuardProviderKey, Guard: "notify.MessageKey", Mistake: "notify.FreshKey", Page: "docs/techniques/provider-key.md"},
+	{Effect: NotificationSent, Says: "e-mail the customer twice about one order", Technique: NotificationClaim,
+		SaysPT:  "mandar dois e-mails ao cliente sobre um mesmo pedido",
+		How:     "one e-mail per order and template, whatever the message: a claim row under that identity (`notification_claims`, never cleaned) taken before the call, settled after it; a claim whose call got no answer asks the provider first",
+		HowPT:   "um e-mail por pedido e modelo, qualquer que seja a mensagem: uma linha de reivindicação com essa identidade (`notification_claims`, nunca limpa) tomada antes da chamada e fechada depois; uma reivindicação cuja chamada ficou sem resposta consulta o provedor antes",
+		Without: GuardNotificationClaim, Guard: "notify.Claim", Mistake: "notify.ClaimUnguarded", Page: "docs/techniques/ask-first.md"},
 	{Effect: RefundRequested, Says: "refund the order (a short order's compensation, `POST /orders/{id}/refunds`, a `payment.refunded` webhook)", Technique: IntentRow,
 		SaysPT: "estornar o pedido (a compensação de um pedido sem estoque, `POST /orders/{id}/refunds`, um webhook `payment.refunded`)",
 		How:    "one refund intent per order (`refund_requests`, primary key) written with its message",

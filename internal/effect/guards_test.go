@@ -107,8 +107,8 @@ func TestProtectionsAgree(t *testing.T) {
 		technique[p.Without] = p.Technique
 	}
 	want := []string{
-		effect.GuardChargeClaim, effect.GuardChargeRecord, effect.GuardIdempotencyKey, effect.GuardInbox, effect.GuardLedgerKey,
-		effect.GuardOutbox, effect.GuardProviderKey, effect.GuardStateCheck, effect.GuardStockReservation, effect.GuardWebhookInbox,
+		effect.GuardAskFirst, effect.GuardChargeClaim, effect.GuardChargeRecord, effect.GuardIdempotencyKey, effect.GuardInbox, effect.GuardLedgerKey,
+		effect.GuardNotificationClaim, effect.GuardOutbox, effect.GuardProviderKey, effect.GuardStateCheck, effect.GuardStockReservation, effect.GuardWebhookInbox,
 	}
 	if got := effect.GuardNames(); !slices.Equal(got, want) {
 		t.Errorf("GuardNames() = %v, want every Guard constant once, sorted: %v", got, want)

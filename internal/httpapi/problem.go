@@ -93,6 +93,11 @@ func (s *server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, payment.ErrKeyMismatch):
 		p.Status, p.Title, p.Detail = http.StatusUnprocessableEntity, "Unprocessable request", payment.ErrKeyMismatch.Error()+
 			": use a new key for a new request"
+	case errors.Is(err, payment.ErrOutcomeUnknown):
+		s.Logger.WarnContext(r.Context(), "charge outcome unknown", "path", r.URL.Path, "err", err)
+		p.Type, p.Status, p.Title = payment.ProblemOutcomeUnknown, http.StatusConflict, "Outcome of an earlier attempt unknown"
+		p.Detail = payment.ErrOutcomeUnknown.Error() + ": nothing was charged now; retry later with the same Idempotency-Key"
+		w.Header().Set("Retry-After", "5")
 	case errors.Is(err, payment.ErrGatewayUnavailable):
 		// The cause (the gateway's address, its raw answer) is ours to log,
 		// not the client's to read.

@@ -113,3 +113,37 @@ func (c *Client) Send(ctx context.Context, idempotencyKey string, orderID uuid.U
 	}
 	return Sent{ID: out.ID, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Key: idempotencyKey}, nil
 }
+
+// SentFor asks the provider for the notifications it sent about the order
+// (GET /notifications?order_id=, a real provider's search by recipient or
+// tag) and returns the first of template, if any: what it did, which it
+// keeps after it has forgotten the call's key. An error means it could not
+// say: nothing may be sent blind then.
+func (c *Client) SentFor(ctx context.Context, orderID uuid.UUID, template string) (Sent, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/notifications?order_id="+orderID.String(), nil)
+	if err != nil {
+		return Sent{}, false, fmt.Errorf("build notification look-up: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return Sent{}, false, fmt.Errorf("ask the notification provider: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Sent{}, false, fmt.Errorf("ask the notification provider: it answered %d", resp.StatusCode)
+	}
+	var found []struct {
+		ID             string `json:"id"`
+		IdempotencyKey string `json:"idempotency_key"`
+		Template       string `json:"template"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		return Sent{}, false, fmt.Errorf("decode the notification provider's look-up: %w", err)
+	}
+	for _, n := range found {
+		if n.Template == template {
+			return Sent{ID: n.ID, Replayed: true, Key: n.IdempotencyKey}, true, nil
+		}
+	}
+	return Sent{}, false, nil
+}

@@ -31,8 +31,8 @@ const (
 //   - charging with a live lock: *InFlightError, nothing stored;
 //   - charging with an expired lock, or released (orderpaid reconcile found
 //     no charge under its key at the gateway): takeOver, the same attempt
-//     and so the same ChargeKey, for the gateway to answer with the first
-//     charge if there was one;
+//     and so the same ChargeKey; its outcome is unknown, so the gateway is
+//     asked what it did for the order before anything is sent (askFirst);
 //   - refused: nextAttempt, under a new gateway key.
 //
 // Whether a lock is live is the database's answer (held), on the clock the
@@ -82,6 +82,7 @@ func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, 
 		return orderInFlight(s.cfg.LockTimeout)
 	}
 	c.holdAttempt(ch.Attempt)
+	c.unknown = true
 	return nil
 }
 

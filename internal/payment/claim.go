@@ -24,6 +24,7 @@ type claimed struct {
 	fingerprint string
 	attempt     int32  // the order's charge attempt this request holds (charge.go)
 	gatewayKey  string // the Idempotency-Key this request sends to the gateway
+	unknown     bool   // an earlier holder of the attempt may have called the gateway (askFirst)
 	done        bool
 	resp        Response
 }

@@ -39,7 +39,7 @@ func (s *Service) complete(ctx context.Context, c claimed, answer GatewayAnswer,
 	if cause == nil {
 		cause = fmt.Errorf("gateway answered %d: %.200s", answer.Status, answer.Body)
 	}
-	return Response{}, s.release(ctx, c, answer, cause)
+	return Response{}, s.release(ctx, c, answer, fmt.Errorf("%w: %w", ErrGatewayUnavailable, cause))
 }
 
 // finalRefusal reports whether a 4xx refuses the payment itself, so that
@@ -116,11 +116,12 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 }
 
 // release gives the key and the order's charge back after an answer that
-// settles nothing, records that answer, and returns the error for it,
-// wrapping ErrGatewayUnavailable. If the release fails, both stay locked
-// until LockTimeout: slower for the client, never unsafe.
-func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, cause error) error {
-	err := fmt.Errorf("%w: %w", ErrGatewayUnavailable, cause)
+// settles nothing, records that answer, and returns err, the error for it.
+// The charge stays charging with its outcome unknown: the next request
+// asks the gateway before sending it again (askFirst). If the release
+// fails, both stay locked until LockTimeout: slower for the client, never
+// unsafe.
+func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, err error) error {
 	relErr := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
 		if err := recordCall(ctx, q, c.order.ID, c.gatewayKey, answer); err != nil {

@@ -29,8 +29,9 @@ var (
 	// ErrGatewayUnavailable (502/503): the gateway failed in a way that may
 	// pass (a 5xx, a timeout, a dropped connection). The outcome is not
 	// stored and the key is released, so the client's retry with the same key
-	// runs at once; if the charge did happen, the retry's derived gateway key
-	// gets the gateway's stored answer instead of a second charge.
+	// runs at once; it asks the gateway what it did for the order before
+	// sending anything (askFirst), so a charge that did happen is answered,
+	// never made again.
 	ErrGatewayUnavailable = errors.New("payment gateway unavailable")
 )
 

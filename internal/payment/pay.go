@@ -34,12 +34,14 @@ const FaultAfterGatewayCall = "payment.after_gateway_call"
 //  1. claim the key and the order's charge in one transaction (claim.go,
 //     charge.go): or answer from the store, or refuse with ErrKeyMismatch or
 //     *InFlightError;
-//  2. call the gateway with the key of the order's charge attempt (ChargeKey);
+//  2. call the gateway with the key of the order's charge attempt (ChargeKey),
+//     after asking it what it did for the order when an earlier holder of
+//     the attempt got no definitive answer (askFirst, ask.go);
 //  3. store the gateway's definitive answer, or release the key after a
 //     transient failure (complete.go).
 //
 // Errors: ErrKeyMissing, ErrInvalidBody, order.ErrNotFound, ErrKeyMismatch,
-// *InFlightError, ErrGatewayUnavailable; anything else is an internal error
+// *InFlightError, ErrGatewayUnavailable, ErrOutcomeUnknown; anything else is an internal error
 // after which the key is either untouched or locked until LockTimeout.
 func (s *Service) Pay(ctx context.Context, req Request) (Response, error) {
 	ctx = telemetry.WithOrderID(ctx, req.OrderID.String())
@@ -75,6 +77,11 @@ func (s *Service) payUnderKey(ctx context.Context, req Request) (Response, error
 	if err := s.faults.Hit(FaultBeforeGatewayCall); err != nil {
 		// A crash here: the key stays locked until LockTimeout.
 		return Response{}, fmt.Errorf("pay order %s: %w", req.OrderID, err)
+	}
+	if c.unknown {
+		if resp, done, err := s.guards.AskFirst(s, ctx, c); done {
+			return resp, err
+		}
 	}
 	answer, callErr := s.gw.Charge(ctx, c.gatewayKey, ChargeRequest{
 		OrderID:     c.order.ID.String(),

@@ -73,11 +73,14 @@ type Guards struct {
 	// ClaimCharge is one charge per order, whatever the key: claimCharge
 	// (mistake: NoChargeClaim).
 	ClaimCharge func(s *Service, ctx context.Context, q *queries.Queries, c *claimed) error
+	// AskFirst asks the gateway what it did before an attempt whose outcome
+	// is unknown is sent again: askFirst (mistake: SendBlind).
+	AskFirst func(s *Service, ctx context.Context, c claimed) (Response, bool, error)
 }
 
 // Guarded returns Pay's guards: production's steps.
 func Guarded() Guards {
-	return Guards{Pay: (*Service).payUnderKey, ClaimCharge: (*Service).claimCharge}
+	return Guards{Pay: (*Service).payUnderKey, ClaimCharge: (*Service).claimCharge, AskFirst: (*Service).askFirst}
 }
 
 // NewService returns a Service storing keys through pool and charging through

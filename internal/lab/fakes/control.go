@@ -43,11 +43,15 @@ type GatewayControl struct {
 	// RefuseStatus is the HTTP status of those refusals, 400 to 499; 0
 	// means 402 Payment Required.
 	RefuseStatus int `json:"refuse_status,omitempty"`
+	// LookupFailNext: the next LookupFailNext look-ups by order (GET
+	// /charges?order_id=, GET /refunds?order_id=) fail with 503: the
+	// gateway takes charges, but cannot say what it did (lookup.go).
+	LookupFailNext int `json:"lookup_fail_next,omitempty"`
 }
 
 func (c GatewayControl) validate() error {
-	if c.FailNext < 0 || c.DelayMS < 0 || c.DuplicateWebhooks < 0 {
-		return badRequest("fail_next, delay_ms and duplicate_webhooks must not be negative")
+	if c.FailNext < 0 || c.DelayMS < 0 || c.DuplicateWebhooks < 0 || c.LookupFailNext < 0 {
+		return badRequest("fail_next, delay_ms, duplicate_webhooks and lookup_fail_next must not be negative")
 	}
 	if c.DuplicateWebhooks > maxRedeliveries {
 		return badRequest("duplicate_webhooks must be at most %d", maxRedeliveries)
@@ -73,11 +77,14 @@ type NotifierControl struct {
 	// DelayMS: every POST /notifications sleeps this long before answering,
 	// after sending (the caller times out although the e-mail is out).
 	DelayMS int `json:"delay_ms"`
+	// LookupFailNext: the next LookupFailNext GET /notifications?order_id=
+	// fail with 503 (lookup.go).
+	LookupFailNext int `json:"lookup_fail_next,omitempty"`
 }
 
 func (c NotifierControl) validate() error {
-	if c.FailNext < 0 || c.DelayMS < 0 {
-		return badRequest("fail_next and delay_ms must not be negative")
+	if c.FailNext < 0 || c.DelayMS < 0 || c.LookupFailNext < 0 {
+		return badRequest("fail_next, delay_ms and lookup_fail_next must not be negative")
 	}
 	return validateFailure(c.FailStatus, c.RetryAfterS)
 }

@@ -139,8 +139,3 @@ func (g *Gateway) ForgetKeys() int {
 func (g *Gateway) handleForgetKeys(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"forgotten": g.ForgetKeys()})
 }
-
-// handleListCharges serves GET /charges.
-func (g *Gateway) handleListCharges(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, g.Charges())
-}

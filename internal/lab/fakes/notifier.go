@@ -77,7 +77,19 @@ func (n *Notifier) send(key string, req notifyRequest) (resp storedResponse, rep
 	})
 }
 
-// handleList serves GET /notifications.
-func (n *Notifier) handleList(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, n.Notifications())
+// ForgetKeys forgets every Idempotency-Key the provider has seen, as a real
+// provider does once its keys expire (about a day): a call with an old key
+// is then a new request. The notifications sent stay sent. It returns how
+// many keys it forgot.
+func (n *Notifier) ForgetKeys() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := len(n.byKey)
+	n.byKey = make(keyStore)
+	return k
+}
+
+// handleForgetKeys serves POST /control/notifications/forget-keys.
+func (n *Notifier) handleForgetKeys(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]int{"forgotten": n.ForgetKeys()})
 }

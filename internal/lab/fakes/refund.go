@@ -132,8 +132,3 @@ func (g *Gateway) refund(key string, req refundRequest) (resp storedResponse, re
 func (g *Gateway) handleListRefusals(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, g.Refusals())
 }
-
-// handleListRefunds serves GET /refunds.
-func (g *Gateway) handleListRefunds(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, g.Refunds())
-}

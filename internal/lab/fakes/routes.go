@@ -9,17 +9,18 @@ import "net/http"
 // Gateway:
 //
 //	POST /charges                  charge once per Idempotency-Key (201; replay: stored answer + Idempotent-Replayed: true)
-//	GET  /charges                  the charges actually made
+//	GET  /charges                  the charges actually made; ?order_id=X those of one order (lookup.go)
 //	POST /charges/{id}/redeliver   {"count":N,"concurrent":bool,"new_event_id":bool} -> 202 {"event_ids":[...]}
 //	POST /refunds                  {"charge_id":"ch_...","amount_cents":N} refund once per Idempotency-Key (201; replay as above;
 //	                               404 unknown charge; 409 that money is already refunded under another key)
-//	GET  /refunds                  the refunds actually made
+//	GET  /refunds                  the refunds actually made; ?order_id=X those of one order
 //	GET  /refund-refusals          the refunds refused for good (refuse_refunds_of): asked, and nothing refunded
 //	POST /refunds/{id}/redeliver   the refund's payment.refunded again, as for a charge
 //	GET  /webhook-deliveries       every webhook delivery attempt
 //	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N} replaces the settings
 //	                               (of POST /charges and POST /refunds alike); and {"refuse_refunds_of":"<order id>","refuse_status":S}:
-//	                               every refund of that order's charge is refused for good with S (400 to 499, default 402)
+//	                               every refund of that order's charge is refused for good with S (400 to 499, default 402);
+//	                               and {"lookup_fail_next":N}: the next N look-ups by order_id answer 503
 //	GET  /control/gateway          the current settings
 //	POST /control/gateway/forget-keys  forget every Idempotency-Key, as a gateway does when its keys expire
 //	                               (charges and refunds stay made) -> 200 {"forgotten":N}
@@ -27,8 +28,9 @@ import "net/http"
 // Notification provider:
 //
 //	POST /notifications            send once per Idempotency-Key (201; replay as above)
-//	GET  /notifications            the notifications actually sent
-//	POST /control/notifications    {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N} replaces the settings
+//	GET  /notifications            the notifications actually sent; ?order_id=X those about one order
+//	POST /control/notifications    {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"lookup_fail_next":N} replaces the settings
+//	POST /control/notifications/forget-keys  forget every Idempotency-Key (the e-mails stay sent) -> 200 {"forgotten":N}
 //	GET  /control/notifications    the current settings
 //
 // fail_next requests fail with fail_status (400 to 599, default 503) and,
@@ -55,6 +57,7 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("GET /notifications", n.handleList)
 	mux.HandleFunc("POST /control/notifications", n.handleSetNotifierControl)
 	mux.HandleFunc("GET /control/notifications", n.handleGetNotifierControl)
+	mux.HandleFunc("POST /control/notifications/forget-keys", n.handleForgetKeys)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))

@@ -159,3 +159,66 @@ func (s *Stage) waitRefundSettled(ctx context.Context) error {
 	}
 	return errors.New("the refund was neither made nor poisoned within 30s")
 }
+
+func chargeSentBlind() *Scenario {
+	return &Scenario{
+		Name: "charge-sent-blind",
+		Summary: "the gateway answers after the api's client gave up (502, the money moved), the webhook is refused " +
+			"(the api's secret was rotated), the gateway forgets its idempotency keys, and the client pays again with a new key",
+		Repeated:  "POST /payments after an answer lost, the webhook late and the key forgotten",
+		Protected: Expect{Checks: once(1)},
+		Without: map[string]Expect{
+			effect.GuardAskFirst: {
+				Damage: "the customer was charged twice: the attempt whose outcome was unknown was sent again blind, " +
+					"and the gateway no longer knew its key",
+				Checks: once(1, eq(Charges, 2)),
+			},
+		},
+		Run: func(ctx context.Context, s *Stage) error {
+			if err := s.StartFakes(ctx); err != nil {
+				return err
+			}
+			// Webhooks signed with the fakes' secret get 401 from this api:
+			// the gateway keeps retrying them (a late webhook).
+			rotated, err := s.start(ctx, "api", map[string]string{"WEBHOOK_SECRET": "a-rotated-secret-the-gateway-does-not-know"},
+				"api listening on ", s.guardArgs("api"))
+			if err != nil {
+				return err
+			}
+			if _, err := s.StartWorker(ctx, nil); err != nil {
+				return err
+			}
+			id, err := s.NewOrder(ctx)
+			if err != nil {
+				return err
+			}
+			// The api's gateway client gives up after 10s; the gateway
+			// charges at once and answers after 10.5s.
+			if err := s.GatewayControl(ctx, map[string]int{"delay_ms": 10500}); err != nil {
+				return err
+			}
+			status, title, err := s.PayTitle(ctx, id, "pay-"+id.String(), 30*time.Second)
+			s.Logf("payment: status %d %s, err %v", status, title, err)
+			if err != nil || status != http.StatusBadGateway {
+				return fmt.Errorf("the first payment answered %d (%v); want 502, its answer lost", status, err)
+			}
+			if err := s.GatewayControl(ctx, map[string]int{}); err != nil {
+				return err
+			}
+			if err := s.ForgetGatewayKeys(ctx); err != nil {
+				return err
+			}
+			status, title, err = s.PayTitle(ctx, id, "pay-"+id.String()+"-again", 10*time.Second)
+			s.Logf("payment with a new key: status %d %s, err %v", status, title, err)
+			if err != nil {
+				return err
+			}
+			// The secret is put back: the gateway's retried webhooks get
+			// through and pay the order.
+			if err := rotated.Kill(); err != nil {
+				return err
+			}
+			return s.StartAPI(ctx)
+		},
+	}
+}

@@ -28,8 +28,9 @@ func jobReenqueued() *Scenario {
 		},
 		Without: map[string]Expect{
 			effect.GuardInbox: {
-				Damage: "the provider was called again; only its idempotency key kept the second e-mail from going out",
-				Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 2)),
+				Damage: "the second run went past the inbox to the e-mail's claim, which answered already_applied: " +
+					"one more read, no call (without the claim too, only the provider's key would stop a second e-mail)",
+				Checks: once(1, eq(ExecOrderConfirmed, 2), eq(ProviderCalls, 1)),
 			},
 			effect.GuardStateCheck: doubleTransition(2, 2, eq(ExecOrderPaid, 2), eq(ExecOrderConfirmed, 3)),
 		},
@@ -207,6 +208,54 @@ func backfillTwice() *Scenario {
 				}
 			}
 			return nil
+		},
+	}
+}
+
+func emailReplayedLate() *Scenario {
+	return &Scenario{
+		Name: "email-replayed-late",
+		Summary: "the order's confirmation is replayed (orderpaid reprocess --message) after the consumer inbox's rows " +
+			"of it were cleaned and the provider forgot its keys: a replay later than both memories",
+		Repeated:  "order_confirmed replayed past the inbox's window and the provider's key memory",
+		Protected: Expect{Checks: once(1, eq(ExecOrderConfirmed, 2))},
+		Without: map[string]Expect{
+			effect.GuardNotificationClaim: {
+				Damage: "a second e-mail: the message's inbox row and the provider's key were gone, and nothing " +
+					"remembered that the order's e-mail was sent",
+				Checks: once(1, eq(ExecOrderConfirmed, 2), eq(Notified, 2)),
+			},
+		},
+		Settled: func(c Counts) bool { return c.ExecOrderConfirmed >= 2 },
+		Run: func(ctx context.Context, s *Stage) error {
+			if _, err := payAndWait(ctx, s); err != nil {
+				return err
+			}
+			if _, err := s.WaitFor(ctx, "the e-mail sent", 30*time.Second, func(c Counts) bool { return c.Notified >= 1 }); err != nil {
+				return err
+			}
+			// What seven days do: retention removes the inbox rows past
+			// their window, and the provider forgot the key after one.
+			tag, err := s.pool.Exec(ctx, "DELETE FROM consumer_inbox WHERE order_id = $1", s.orders[0])
+			if err != nil {
+				return fmt.Errorf("clean the order's inbox rows: %w", err)
+			}
+			s.Logf("cleaned %d consumer inbox row(s) of the order, as retention does past its window", tag.RowsAffected())
+			if _, err := s.call(ctx, "POST", s.FakesURL()+"/control/notifications/forget-keys", nil, nil, nil); err != nil {
+				return err
+			}
+			s.Logf("the provider forgot its idempotency keys")
+			msgs, err := labqueries.New(s.pool).ScenarioOutboxMessages(ctx, s.orders[0])
+			if err != nil {
+				return fmt.Errorf("find the order's messages in the outbox: %w", err)
+			}
+			for _, m := range msgs {
+				if m.Topic == "order_confirmed" {
+					_, err := s.Command(ctx, "reprocess", "--message", m.MessageID)
+					return err
+				}
+			}
+			return fmt.Errorf("no order_confirmed of order %s in the outbox", s.orders[0])
 		},
 	}
 }

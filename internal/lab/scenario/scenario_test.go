@@ -100,7 +100,7 @@ func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {
 		{"partial-failure", "outbox"},
 		{"stock-redelivered", "stock-reservation"},
 		{"job-reenqueued", "inbox"},
-		{"broker-redelivery", "provider-key"},
+		{"broker-redelivery", "notification-claim"},
 	} {
 		t.Run(c.scenario+"/without_"+c.guard, func(t *testing.T) {
 			t.Parallel()

@@ -54,7 +54,7 @@ type Stage struct {
 func newStage(ctx context.Context, cfg Config, c Case) (_ *Stage, err error) {
 	s := &Stage{
 		cfg: cfg, without: c.Without, relay: c.Scenario.OutboxRelay, started: map[string]int{},
-		brokerPrefix: cfg.BrokerPrefix + "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 10 * time.Second},
+		brokerPrefix: cfg.BrokerPrefix + "scn" + tempdb.RandomHex(4) + "_", http: &http.Client{Timeout: 30 * time.Second},
 	}
 	if s.dir, err = os.MkdirTemp(cfg.LogDir, "orderpaid-scenario-"+c.Scenario.Name+"-"); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)

@@ -61,13 +61,13 @@ func TestParse(t *testing.T) {
 // off.
 func TestNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"charge-claim", "charge-record", "idempotency-key", "inbox", "ledger-key", "outbox", "provider-key", "state-check", "stock-reservation", "webhook-inbox"}
+	want := []string{"ask-first", "charge-claim", "charge-record", "idempotency-key", "inbox", "ledger-key", "notification-claim", "outbox", "provider-key", "state-check", "stock-reservation", "webhook-inbox"}
 	got := switches.Names()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	consts := []string{effect.GuardChargeClaim, effect.GuardChargeRecord, effect.GuardIdempotencyKey, effect.GuardInbox, effect.GuardLedgerKey,
-		effect.GuardOutbox, effect.GuardProviderKey, effect.GuardStateCheck, effect.GuardStockReservation, effect.GuardWebhookInbox}
+	consts := []string{effect.GuardAskFirst, effect.GuardChargeClaim, effect.GuardChargeRecord, effect.GuardIdempotencyKey, effect.GuardInbox, effect.GuardLedgerKey,
+		effect.GuardNotificationClaim, effect.GuardOutbox, effect.GuardProviderKey, effect.GuardStateCheck, effect.GuardStockReservation, effect.GuardWebhookInbox}
 	if !slices.Equal(consts, want) {
 		t.Errorf("effect's guard constants = %v, want %v", consts, want)
 	}

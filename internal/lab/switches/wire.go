@@ -32,15 +32,17 @@ func consumerMistakes(direct message.Publisher) map[string]func(*consumer.Guards
 		effect.GuardLedgerKey: func(g *consumer.Guards) {
 			g.ReleaseCommission, g.ReverseCommission = ledger.ReleaseCommissionUnguarded, ledger.ReverseCommissionUnguarded
 		},
-		effect.GuardOutbox:      func(g *consumer.Guards) { g.Enqueue = outbox.PublishAfterCommit(direct) },
-		effect.GuardInbox:       func(g *consumer.Guards) { g.InboxSeen = inbox.SeenUnguarded },
-		effect.GuardProviderKey: func(g *consumer.Guards) { g.ProviderKey = notify.FreshKey },
+		effect.GuardOutbox:            func(g *consumer.Guards) { g.Enqueue = outbox.PublishAfterCommit(direct) },
+		effect.GuardInbox:             func(g *consumer.Guards) { g.InboxSeen = inbox.SeenUnguarded },
+		effect.GuardProviderKey:       func(g *consumer.Guards) { g.ProviderKey = notify.FreshKey },
+		effect.GuardNotificationClaim: func(g *consumer.Guards) { g.ClaimNotice = notify.ClaimUnguarded },
 	}
 }
 
 var paymentMistakes = map[string]func(*payment.Guards){
 	effect.GuardIdempotencyKey: func(g *payment.Guards) { g.Pay = payment.PayWithoutKey },
 	effect.GuardChargeClaim:    func(g *payment.Guards) { g.ClaimCharge = payment.NoChargeClaim },
+	effect.GuardAskFirst:       func(g *payment.Guards) { g.AskFirst = payment.SendBlind },
 }
 
 var webhookMistakes = map[string]func(*webhook.Guards){

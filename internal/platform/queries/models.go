@@ -86,6 +86,18 @@ type LedgerEntry struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+type NotificationClaim struct {
+	OrderID        uuid.UUID   `json:"order_id"`
+	Template       string      `json:"template"`
+	ProviderKey    string      `json:"provider_key"`
+	State          string      `json:"state"`
+	Holder         string      `json:"holder"`
+	LockedUntil    *time.Time  `json:"locked_until"`
+	NotificationID pgtype.Text `json:"notification_id"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+}
+
 type NotificationLog struct {
 	ID                     int64     `json:"id"`
 	OrderID                uuid.UUID `json:"order_id"`
