@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -56,8 +58,9 @@ func runDoctor(e env) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 5*time.Second, "how long each connection may take")
 	if err := parseFlags(fs, e, "[--timeout D]\n\nChecks what the demo, the lab and the scenarios need: Go, PostgreSQL at DATABASE_URL\n"+
-		"(reachable, authentication, the database, CREATEDB), the broker chosen by BROKER, and that HTTP_ADDR and\n"+
-		"FAKES_ADDR are free. One line per check, with what to do when it fails; exit 0 when all pass, 1 otherwise."); err != nil {
+		"(reachable, authentication, the database, CREATEDB, no replication slot left without a reader), the broker\n"+
+		"chosen by BROKER, and that HTTP_ADDR and FAKES_ADDR are free. One line per check, with what to do when it\n"+
+		"fails; exit 0 when all pass, 1 otherwise."); err != nil {
 		return helpOK(err)
 	}
 	if *timeout <= 0 {
@@ -90,8 +93,11 @@ func doctorChecks(ctx context.Context, getenv func(string) string, timeout time.
 	results = append(results, checkPostgres(ctx, cfg.DatabaseURL, timeout)...)
 	results = append(results, checkBroker(ctx, cfg, timeout))
 	if cfg.OutboxRelay == config.RelayLogical {
-		results = append(results, checkOutboxRelay(ctx, cfg, timeout))
+		results = append(results, checkOnDatabase(ctx, "OUTBOX_RELAY", cfg.DatabaseURL, timeout, checkOutboxRelay))
 	}
+	results = append(results, checkOnDatabase(ctx, "slots", cfg.DatabaseURL, timeout, func(ctx context.Context, conn *pgx.Conn) checkResult {
+		return checkSlots(ctx, conn, cfg)
+	}))
 	results = append(results,
 		checkPort("HTTP_ADDR", cfg.HTTPAddr, cfg.FakesAddr, "/healthz", "an orderpaid api", wiringNote("WEBHOOK_URL", cfg.WebhookURL, cfg.HTTPAddr, "/webhooks/payments", getenv)),
 		checkPort("FAKES_ADDR", cfg.FakesAddr, cfg.HTTPAddr, "/charges", "orderpaid fakes", wiringNote("FAKES_URL", cfg.FakesURL, cfg.FakesAddr, "", getenv)),

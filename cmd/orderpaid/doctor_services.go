@@ -230,20 +230,27 @@ func checkNATS(ctx context.Context, url string, timeout time.Duration) checkResu
 // oneLineOf puts a multi-line error message (pgconn's) on one line.
 func oneLineOf(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// checkOnDatabase runs check, named name, on a connection to DATABASE_URL that
+// lasts timeout; not reached, the check is skipped (the PostgreSQL line says
+// why).
+func checkOnDatabase(ctx context.Context, name, dbURL string, timeout time.Duration, check func(context.Context, *pgx.Conn) checkResult) checkResult {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return checkResult{name, statusSkip, "not checked: PostgreSQL not reached"}
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return check(ctx, conn)
+}
+
 // checkOutboxRelay checks, with OUTBOX_RELAY=logical, what the logical relay
 // needs (wal_level = logical) and what its slot costs the server: WAL it
 // keeps because nobody has confirmed it. A slot nobody reads that keeps more
 // than one WAL segment is a failure: it grows until the disk is full, or
 // until max_slot_wal_keep_size invalidates the slot.
-func checkOutboxRelay(ctx context.Context, cfg config.Config, timeout time.Duration) checkResult {
+func checkOutboxRelay(ctx context.Context, conn *pgx.Conn) checkResult {
 	const name = "OUTBOX_RELAY"
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return checkResult{name, statusSkip, "not checked: PostgreSQL not reached"}
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	var level, database string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('wal_level'), current_database()`).Scan(&level, &database); err != nil {
 		return fail(name, "could not read wal_level: %v", err)
@@ -255,7 +262,7 @@ func checkOutboxRelay(ctx context.Context, cfg config.Config, timeout time.Durat
 	slot := outbox.SlotName(database)
 	var active bool
 	var retained int64
-	err = conn.QueryRow(ctx, `SELECT active, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
+	err := conn.QueryRow(ctx, `SELECT active, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
 		FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active, &retained)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -264,11 +271,40 @@ func checkOutboxRelay(ctx context.Context, cfg config.Config, timeout time.Durat
 		return fail(name, "could not read slot %s: %v", slot, err)
 	case !active && retained > 16<<20:
 		return fail(name, "slot %s has no reader and keeps %d MiB of WAL on the server, growing with every write: start a worker with "+
-			"OUTBOX_RELAY=logical, or, if logical is given up, drain it and drop the slot: SELECT pg_drop_replication_slot('%s')", slot, retained>>20, slot)
+			"OUTBOX_RELAY=logical, or, if logical is given up, start one with OUTBOX_RELAY=poll (it drops the slot once the polling relay "+
+			"will publish all it holds)", slot, retained>>20)
 	}
 	reader := "read by a relay"
 	if !active {
 		reader = "no reader now"
 	}
 	return ok(name, "logical: slot %s, %s, keeps %d KiB of WAL", slot, reader, retained>>10)
+}
+
+// checkSlots fails on a logical replication slot of the database that no
+// connection reads and that holds WAL, whatever OUTBOX_RELAY says: the
+// server keeps every WAL segment written since, until its disk fills
+// (outbox.IdleSlots). With OUTBOX_RELAY=logical the outbox's own slot is the
+// OUTBOX_RELAY line's: its relay is a worker that may simply not run now.
+func checkSlots(ctx context.Context, conn *pgx.Conn, cfg config.Config) checkResult {
+	const name = "slots"
+	slots, err := outbox.IdleSlots(ctx, conn)
+	if err != nil {
+		return fail(name, "could not read the replication slots: %v", err)
+	}
+	var idle []string
+	for _, s := range slots {
+		switch {
+		case s.Outbox && cfg.OutboxRelay == config.RelayLogical:
+		case s.Outbox:
+			idle = append(idle, fmt.Sprintf("slot %s (the logical relay's; OUTBOX_RELAY=poll reads none) keeps %s of WAL with no reader: "+
+				"start a worker, which drops it once the polling relay will publish all it holds, or drop it: %s", s.Name, s.Held(), s.DropCommand()))
+		default:
+			idle = append(idle, fmt.Sprintf("slot %s keeps %s of WAL with no reader: if nothing will read it again, drop it: %s", s.Name, s.Held(), s.DropCommand()))
+		}
+	}
+	if len(idle) > 0 {
+		return fail(name, "%s; the server keeps more with every write until its disk fills", strings.Join(idle, "; "))
+	}
+	return ok(name, "no replication slot of this database without a reader")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -67,7 +69,7 @@ func TestDoctorPasses(t *testing.T) {
 			if err != nil || strings.Contains(report, "FAIL") {
 				t.Fatalf("doctor: %v\n%s", err, report)
 			}
-			for _, name := range []string{"Go", "PostgreSQL", "database", "CREATEDB", "broker", "HTTP_ADDR", "FAKES_ADDR"} {
+			for _, name := range []string{"Go", "PostgreSQL", "database", "CREATEDB", "broker", "slots", "HTTP_ADDR", "FAKES_ADDR"} {
 				if !strings.HasPrefix(line(report, name), "ok") {
 					t.Errorf("no ok line for %s:\n%s", name, report)
 				}
@@ -163,6 +165,37 @@ func TestDoctorFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDoctorFailsOnASlotWithoutReader: a replication slot of the database
+// that nobody reads keeps WAL until the server's disk fills, whatever
+// OUTBOX_RELAY says, so the doctor fails on it and names the command that
+// drops it. With OUTBOX_RELAY=logical the outbox's own slot is the
+// OUTBOX_RELAY line's: its reader is a worker that may just not run now.
+func TestDoctorFailsOnASlotWithoutReader(t *testing.T) {
+	t.Parallel()
+	pool, dbURL, slot := databaseWithSlot(t)
+	env := merge(freePorts(t), map[string]string{"DATABASE_URL": dbURL})
+	failsOn := func(env map[string]string, slot string) {
+		t.Helper()
+		report, err := doctor(t, env)
+		l := line(report, "slots")
+		if err == nil || !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, slot) || !strings.Contains(l, "pg_drop_replication_slot('"+slot+"')") {
+			t.Errorf("OUTBOX_RELAY=%s: doctor: %v, slots line %q: want a failure naming %s and the command that drops it\n%s", cmp.Or(env["OUTBOX_RELAY"], "poll"), err, l, slot, report)
+		}
+	}
+	failsOn(env, slot) // OUTBOX_RELAY=poll, the default: nothing reads it
+
+	logical := merge(env, map[string]string{"OUTBOX_RELAY": "logical"})
+	report, err := doctor(t, logical)
+	if err != nil || !strings.HasPrefix(line(report, "slots"), "ok") || !strings.HasPrefix(line(report, "OUTBOX_RELAY"), "ok") {
+		t.Errorf("OUTBOX_RELAY=logical, its slot made and not read now: doctor: %v, want the slots and OUTBOX_RELAY lines ok\n%s", err, report)
+	}
+	other := "orderpaid_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := pool.Exec(t.Context(), `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, other); err != nil {
+		t.Fatal(err)
+	}
+	failsOn(logical, other)
 }
 
 // TestDoctorNATSWithoutJetStream starts a private nats-server without -js:

@@ -336,6 +336,9 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
+	// Before the relay starts: a slot nobody reads is warned about, and the
+	// outbox's dropped when the polling relay will publish all it holds.
+	outbox.TidySlots(ctx, pool, cfg.OutboxRelay == config.RelayLogical, w.logger)
 	switch n := cfg.ConsumerBatchSize; {
 	case cfg.OutboxRelay == config.RelayLogical:
 		// The outbox's inserts from the slot, a transaction at a time (in

@@ -42,8 +42,9 @@ const FaultBeforeConfirm = "outbox.logical.before_confirm"
 //
 // What it costs: the slot holds back the WAL it has not confirmed. A relay
 // that stops (or a slot nobody reads) makes the server keep every WAL
-// segment written since, for every table: see SlotLag and the scenario
-// cdc-slot-stalled, and max_slot_wal_keep_size, the cap.
+// segment written since, for every table: see SlotLag, TidySlots (a slot
+// left with no reader) and the scenario cdc-slot-stalled, and
+// max_slot_wal_keep_size, the cap.
 type LogicalRelay struct {
 	envelopes
 	pool   *pgxpool.Pool

@@ -68,7 +68,7 @@ func EnsureSlot(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	if err == nil && backlog == 0 {
 		return slot, nil
 	}
-	if _, dropErr := pool.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); dropErr != nil {
+	if dropErr := drop(ctx, pool, slot); dropErr != nil {
 		err = errors.Join(err, dropErr)
 	}
 	if err != nil {
@@ -132,10 +132,7 @@ func (d *decoder) decode(walData []byte) (rows []*message.Message, end pglogrepl
 	}
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
-		if d.relations == nil {
-			d.relations = map[uint32]*pglogrepl.RelationMessage{}
-		}
-		d.relations[m.RelationID] = m
+		d.relate(m)
 	case *pglogrepl.BeginMessage:
 		d.inTx, d.rows = true, nil
 	case *pglogrepl.InsertMessage:
@@ -151,29 +148,41 @@ func (d *decoder) decode(walData []byte) (rows []*message.Message, end pglogrepl
 	return nil, 0, nil
 }
 
+// relate takes the stream's description of a relation, which the inserts
+// into it refer to.
+func (d *decoder) relate(m *pglogrepl.RelationMessage) {
+	if d.relations == nil {
+		d.relations = map[uint32]*pglogrepl.RelationMessage{}
+	}
+	d.relations[m.RelationID] = m
+}
+
 // row is an inserted outbox row as the polling relay reads it: a message
 // whose payload is the envelope (the payload column) and whose UUID is the
 // row's own (the uuid column).
 func (d *decoder) row(m *pglogrepl.InsertMessage) (*message.Message, error) {
+	cols, err := d.columns(m)
+	if err != nil {
+		return nil, err
+	}
+	if cols["payload"] == nil {
+		rel := d.relations[m.RelationID]
+		return nil, fmt.Errorf("an insert into %s.%s without a payload", rel.Namespace, rel.RelationName)
+	}
+	return message.NewMessage(string(cols["uuid"]), cols["payload"]), nil
+}
+
+// columns returns an insert's values in text, by column name.
+func (d *decoder) columns(m *pglogrepl.InsertMessage) (map[string][]byte, error) {
 	rel, ok := d.relations[m.RelationID]
 	if !ok {
 		return nil, fmt.Errorf("an insert into relation %d, which the stream never described", m.RelationID)
 	}
-	var uuid string
-	var payload []byte
+	cols := make(map[string][]byte, len(rel.Columns))
 	for i, col := range m.Tuple.Columns {
-		if i >= len(rel.Columns) || col.DataType != pglogrepl.TupleDataTypeText {
-			continue
-		}
-		switch rel.Columns[i].Name {
-		case "uuid":
-			uuid = string(col.Data)
-		case "payload":
-			payload = col.Data
+		if i < len(rel.Columns) && col.DataType == pglogrepl.TupleDataTypeText {
+			cols[rel.Columns[i].Name] = col.Data
 		}
 	}
-	if payload == nil {
-		return nil, fmt.Errorf("an insert into %s.%s without a payload", rel.Namespace, rel.RelationName)
-	}
-	return message.NewMessage(uuid, payload), nil
+	return cols, nil
 }

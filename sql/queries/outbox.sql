@@ -35,3 +35,20 @@ SELECT (
            coalesce((SELECT r.last_processed_transaction_id FROM watermill_offsets_outbox r WHERE r.consumer_group = 'outbox_relay.lane1of2'), '0'::xid8),
            coalesce((SELECT r.offset_acked FROM watermill_offsets_outbox r WHERE r.consumer_group = 'outbox_relay.lane1of2'), 0)))
 )::bigint AS backlog;
+
+-- name: OutboxRowsAheadOfTheRelay :one
+-- How many of the outbox rows named by their keys (transaction ids and
+-- offsets, in text, pair by pair) are still in the outbox and after the
+-- position of every relay group: rows the polling relay has yet to publish.
+-- outbox.TidySlots counts the rows the logical relay's slot holds with it
+-- before it drops the slot. After every group's position, not only the
+-- row's lane's: a count that comes short refuses a drop, and never loses a
+-- row.
+SELECT count(*)::bigint AS ahead
+FROM (SELECT unnest(sqlc.arg(transaction_ids)::text[])::xid8 AS transaction_id,
+             unnest(sqlc.arg(offsets)::text[])::bigint AS "offset") k
+JOIN watermill_outbox o ON o.transaction_id = k.transaction_id AND o."offset" = k."offset"
+WHERE NOT EXISTS (
+    SELECT 1 FROM watermill_offsets_outbox r
+    WHERE starts_with(r.consumer_group, 'outbox_relay')
+      AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, coalesce(r.offset_acked, 0)));

@@ -69,3 +69,33 @@ func (q *Queries) OutboxFindByMessageID(ctx context.Context, messageID string) (
 	err := row.Scan(&i.Envelope, &i.CreatedAt)
 	return i, err
 }
+
+const outboxRowsAheadOfTheRelay = `-- name: OutboxRowsAheadOfTheRelay :one
+SELECT count(*)::bigint AS ahead
+FROM (SELECT unnest($1::text[])::xid8 AS transaction_id,
+             unnest($2::text[])::bigint AS "offset") k
+JOIN watermill_outbox o ON o.transaction_id = k.transaction_id AND o."offset" = k."offset"
+WHERE NOT EXISTS (
+    SELECT 1 FROM watermill_offsets_outbox r
+    WHERE starts_with(r.consumer_group, 'outbox_relay')
+      AND (o.transaction_id, o."offset") <= (r.last_processed_transaction_id, coalesce(r.offset_acked, 0)))
+`
+
+type OutboxRowsAheadOfTheRelayParams struct {
+	TransactionIds []string `json:"transaction_ids"`
+	Offsets        []string `json:"offsets"`
+}
+
+// How many of the outbox rows named by their keys (transaction ids and
+// offsets, in text, pair by pair) are still in the outbox and after the
+// position of every relay group: rows the polling relay has yet to publish.
+// outbox.TidySlots counts the rows the logical relay's slot holds with it
+// before it drops the slot. After every group's position, not only the
+// row's lane's: a count that comes short refuses a drop, and never loses a
+// row.
+func (q *Queries) OutboxRowsAheadOfTheRelay(ctx context.Context, arg OutboxRowsAheadOfTheRelayParams) (int64, error) {
+	row := q.db.QueryRow(ctx, outboxRowsAheadOfTheRelay, arg.TransactionIds, arg.Offsets)
+	var ahead int64
+	err := row.Scan(&ahead)
+	return ahead, err
+}
