@@ -13,9 +13,10 @@ import (
 )
 
 // ClaimLease is how long a claim is held before another delivery may take
-// it over as abandoned: longer than the provider client's timeout (10s), so
-// a live holder is never taken over mid-call.
-const ClaimLease = 30 * time.Second
+// it over as abandoned: longer than the provider client's timeout (10s,
+// NewClient), so a live holder is never taken over mid-call, and short, as
+// a worker killed mid-call holds its e-mail back that long.
+const ClaimLease = 15 * time.Second
 
 // Claimed is what Claim decided for one delivery about the order's e-mail
 // of a template.
