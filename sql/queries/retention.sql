@@ -1,3 +1,15 @@
+-- name: RetentionCutoffs :one
+-- The run's three cutoffs, on the database's clock: now() minus each window.
+-- The rows were stamped by this clock (received_at, processed_at,
+-- created_at default to now()), so their age is measured by it too. A
+-- cutoff taken from the cleaner's own clock moves by as much as that clock
+-- is off: a host 7 days ahead would remove inbox rows written minutes ago,
+-- while their messages can still come back. Every DELETE of the run takes
+-- its cutoff from here, so one run cuts every table at the same instant.
+SELECT (now() - sqlc.arg(inbox_window_ms)::bigint * interval '1 millisecond')::timestamptz AS inbox_cutoff,
+       (now() - sqlc.arg(execution_window_ms)::bigint * interval '1 millisecond')::timestamptz AS execution_cutoff,
+       (now() - sqlc.arg(outbox_window_ms)::bigint * interval '1 millisecond')::timestamptz AS outbox_cutoff;
+
 -- name: RetentionDeleteWebhookInbox :execrows
 -- Provider events received before cutoff. A provider retries a delivery for
 -- a bounded time (Stripe: 3 days); past that, the same event id cannot come

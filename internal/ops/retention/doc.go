@@ -25,6 +25,11 @@
 // refuses to replay an order_confirmed older than the same window, because
 // its inbox row may be gone.
 //
+// A row's age is read on the database's clock, the one that stamped it:
+// each run's cutoffs are now() minus each window, computed in SQL
+// (RetentionCutoffs). A host whose clock is days ahead would otherwise cut
+// into rows written minutes ago.
+//
 // # Why correctness does not depend on it
 //
 // The inboxes are an optimisation and a first line, not the last one: once a

@@ -131,12 +131,18 @@ func (c *Cleaner) Run(ctx context.Context) error {
 }
 
 // RunOnce removes, batch by batch, every row past its window, and returns how
-// many rows of each kind it removed.
+// many rows of each kind it removed. The cutoffs are the database's now()
+// minus each window (RetentionCutoffs), never this process's clock: the
+// rows were stamped by the database, and a host whose clock is days ahead
+// would otherwise remove rows written minutes ago.
 func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
-	now := time.Now()
-	inboxCutoff, execCutoff, outboxCutoff := now.Add(-c.cfg.InboxWindow), now.Add(-c.cfg.ExecutionWindow), now.Add(-c.cfg.OutboxWindow)
 	var r Result
-	var err error
+	cutoffs, err := c.q.RetentionCutoffs(ctx, queries.RetentionCutoffsParams{InboxWindowMs: c.cfg.InboxWindow.Milliseconds(),
+		ExecutionWindowMs: c.cfg.ExecutionWindow.Milliseconds(), OutboxWindowMs: c.cfg.OutboxWindow.Milliseconds()})
+	if err != nil {
+		return r, fmt.Errorf("read the cutoffs on the database's clock: %w", err)
+	}
+	inboxCutoff, execCutoff, outboxCutoff := cutoffs.InboxCutoff, cutoffs.ExecutionCutoff, cutoffs.OutboxCutoff
 	if r.WebhookInbox, err = drain(ctx, func() (int64, error) {
 		return c.q.RetentionDeleteWebhookInbox(ctx, queries.RetentionDeleteWebhookInboxParams{Cutoff: inboxCutoff, BatchSize: int32(c.cfg.BatchSize)})
 	}); err != nil {

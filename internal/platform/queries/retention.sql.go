@@ -10,6 +10,38 @@ import (
 	"time"
 )
 
+const retentionCutoffs = `-- name: RetentionCutoffs :one
+SELECT (now() - $1::bigint * interval '1 millisecond')::timestamptz AS inbox_cutoff,
+       (now() - $2::bigint * interval '1 millisecond')::timestamptz AS execution_cutoff,
+       (now() - $3::bigint * interval '1 millisecond')::timestamptz AS outbox_cutoff
+`
+
+type RetentionCutoffsParams struct {
+	InboxWindowMs     int64 `json:"inbox_window_ms"`
+	ExecutionWindowMs int64 `json:"execution_window_ms"`
+	OutboxWindowMs    int64 `json:"outbox_window_ms"`
+}
+
+type RetentionCutoffsRow struct {
+	InboxCutoff     time.Time `json:"inbox_cutoff"`
+	ExecutionCutoff time.Time `json:"execution_cutoff"`
+	OutboxCutoff    time.Time `json:"outbox_cutoff"`
+}
+
+// The run's three cutoffs, on the database's clock: now() minus each window.
+// The rows were stamped by this clock (received_at, processed_at,
+// created_at default to now()), so their age is measured by it too. A
+// cutoff taken from the cleaner's own clock moves by as much as that clock
+// is off: a host 7 days ahead would remove inbox rows written minutes ago,
+// while their messages can still come back. Every DELETE of the run takes
+// its cutoff from here, so one run cuts every table at the same instant.
+func (q *Queries) RetentionCutoffs(ctx context.Context, arg RetentionCutoffsParams) (RetentionCutoffsRow, error) {
+	row := q.db.QueryRow(ctx, retentionCutoffs, arg.InboxWindowMs, arg.ExecutionWindowMs, arg.OutboxWindowMs)
+	var i RetentionCutoffsRow
+	err := row.Scan(&i.InboxCutoff, &i.ExecutionCutoff, &i.OutboxCutoff)
+	return i, err
+}
+
 const retentionDeleteConsumerInbox = `-- name: RetentionDeleteConsumerInbox :one
 WITH gone AS (
     DELETE FROM consumer_inbox
