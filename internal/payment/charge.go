@@ -29,10 +29,9 @@ const (
 //   - no row yet: exactly one of any number of requests claims attempt 1;
 //   - charged: alreadyPaid, stored under this key;
 //   - charging with a live lock: *InFlightError, nothing stored;
-//   - charging with an expired lock, or released (orderpaid reconcile found
-//     no charge under its key at the gateway): takeOver, the same attempt
-//     and so the same ChargeKey; its outcome is unknown, so the gateway is
-//     asked what it did for the order before anything is sent (askFirst);
+//   - charging with an expired lock, or released by orderpaid reconcile:
+//     takeOver, the same attempt and ChargeKey; its outcome is unknown, so
+//     the gateway is asked what it did for the order first (askFirst);
 //   - refused: nextAttempt, under a new gateway key.
 //
 // Whether a lock is live is the database's answer (held), on the clock the
