@@ -5,12 +5,12 @@
 // soak). Run `orderpaid -h` for the list of subcommands.
 //
 // main only hands the process to run (run.go): SIGINT and SIGTERM cancel its
-// context, a mistake on the command line exits 2, any other error exits 1.
+// context, a mistake on the command line exits 2, an error that carries its
+// own status (statusError) exits with it, any other error exits 1.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,10 +23,6 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orderpaid:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }

@@ -21,6 +21,31 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// statusError ends the process with an exit status of its own, for a
+// command whose outcomes are more than succeeded or failed (reconcile's 3:
+// settled, waiting for the worker).
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e statusError) Error() string { return e.err.Error() }
+func (e statusError) Unwrap() error { return e.err }
+
+// exitStatus is the exit status of a run that ended with err (not nil): 2
+// for a usageError, its own for a statusError, 1 for any other.
+func exitStatus(err error) int {
+	var ue usageError
+	var se statusError
+	switch {
+	case errors.As(err, &ue):
+		return 2
+	case errors.As(err, &se):
+		return se.status
+	}
+	return 1
+}
+
 // env is what every subcommand gets: the context, its arguments, the
 // environment reader and the output streams.
 type env struct {

@@ -13,6 +13,22 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
+// DefaultLockTimeout is Config.LockTimeout's default: the lease of a key and
+// of an order's charge attempt.
+const DefaultLockTimeout = 30 * time.Second
+
+// GatewayTimeout bounds one gateway call of the api: the timeout of
+// NewGatewayClient's default client (defaultGatewayTimeout), under the name
+// other packages read.
+const GatewayTimeout = defaultGatewayTimeout
+
+// MaxChargeInFlight is how long, with the defaults, an api request may still
+// be working on an order's charge: its lease (DefaultLockTimeout), and then a
+// gateway call begun as the lease ran out, which answers within
+// GatewayTimeout. Work quiet for less than this may still be in flight;
+// orderpaid reconcile takes no --grace shorter than it.
+const MaxChargeInFlight = DefaultLockTimeout + GatewayTimeout
+
 // Config tunes the Service and the Cleaner. Zero values take the documented
 // defaults.
 type Config struct {
@@ -36,7 +52,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.LockTimeout = cmp.Or(c.LockTimeout, 30*time.Second)
+	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.CleanInterval = cmp.Or(c.CleanInterval, time.Hour)
 	if c.Clock == nil {

@@ -43,3 +43,18 @@ WHERE order_id = $1 AND attempt = $2 AND state = 'charging' AND locked_until < n
 -- name: ReconcileActionsOfOrder :many
 -- What reconcile settled for one order, for the audit.
 SELECT action FROM reconcile_actions WHERE order_id = $1 ORDER BY action;
+
+-- name: ReconcileHandedOff :many
+-- How far the worker got with what a run handed it, for the orders the run
+-- settled: the order's status (order_paid moves it out of pending,
+-- order_refunded to refunded) and whether its order_confirmed was delivered
+-- (the consumer inbox's row, or the provider's answer in notification_log).
+-- A settlement the worker has not applied yet is waiting, not done.
+SELECT
+    o.id, o.status,
+    EXISTS (SELECT 1 FROM notification_log n
+             WHERE n.order_id = o.id AND n.template = 'order_confirmed')::boolean AS notified,
+    EXISTS (SELECT 1 FROM consumer_inbox i
+             WHERE i.order_id = o.id AND i.consumer = 'order_confirmed')::boolean AS confirmation_delivered
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(ids)::uuid[]);

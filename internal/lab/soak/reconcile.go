@@ -140,7 +140,9 @@ func RunReconcile(ctx context.Context, cfg ReconcileConfig) (rep ReconcileReport
 	loss.to(stack.API)
 	slow.to(stack.Fakes)
 	rc := &reconciler{bin: cfg.Binary, logDir: cfg.LogDir, grace: cfg.Grace,
-		env: []string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + d.URL, "FAKES_URL=" + stack.Fakes}}
+		// A dev run: its --grace (2s by default) is below reconcile.MinGrace,
+		// which only a dev run may go under, on orders the soak drives.
+		env: []string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + d.URL, "FAKES_URL=" + stack.Fakes, config.DevVariable + "=1"}}
 	logf("%d orders at %.0f/s, the api SIGKILLed every %s, the gateway %s away each way, %.0f%% of payment.succeeded dropped, "+
 		"%.0f%% of customers giving up after no answer; two reconcile --grace %s at once every %s; logs in %s",
 		cfg.Orders, cfg.Rate, cfg.KillEvery, cfg.GatewayDelay, 100*cfg.DropWebhooks, 100*cfg.GiveUp, cfg.Grace, cfg.ReconcileEvery, cfg.LogDir)

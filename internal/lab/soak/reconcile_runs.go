@@ -22,7 +22,8 @@ type ReconcileRun struct {
 	// Name is its log's name (reconcile3), Phase when it ran.
 	Name, Phase string
 	Took        time.Duration
-	// Exit is its exit status: 0, or 1 while findings are left.
+	// Exit is its exit status: 0, 1 while findings are left, or 3 while
+	// what it settled waits for the worker (reconcile.ExitStatus).
 	Exit int
 	// Report is what it printed (--json); Err says why it could not run or
 	// what it printed is not a report.
@@ -85,7 +86,7 @@ func (r *reconciler) run(ctx context.Context, phase string) ReconcileRun {
 	}
 	var exit *exec.ExitError
 	switch {
-	case err != nil && !(errors.As(err, &exit) && run.Exit == 1):
+	case err != nil && !(errors.As(err, &exit) && (run.Exit == reconcile.ExitLeft || run.Exit == reconcile.ExitWaiting)):
 		run.Err = fmt.Errorf("%s: %w; see %s", run.Name, err, logFile.Name())
 	default:
 		if jerr := json.Unmarshal(stdout.Bytes(), &run.Report); jerr != nil {

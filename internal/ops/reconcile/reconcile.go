@@ -15,6 +15,14 @@ import (
 	"github.com/orderpaid/orderpaid/internal/webhook"
 )
 
+// MinGrace is the shortest Grace that leaves work in flight alone: an api
+// request may still be working on an order's charge this long after it
+// began (payment.MaxChargeInFlight: the charge lease, 30s, and then a
+// gateway call of at most payment.GatewayTimeout, 10s). orderpaid reconcile
+// refuses a shorter --grace outside a dev run, where the lab's scenarios
+// and soak shorten it on orders they drive themselves.
+const MinGrace = payment.MaxChargeInFlight
+
 // Config tunes a run. Zero values take the documented defaults.
 type Config struct {
 	// Window: only orders created this long ago or later are held against
@@ -22,8 +30,8 @@ type Config struct {
 	Window time.Duration
 	// Grace is how long an order must have been quiet (since it was
 	// created, paid or refunded) before what it lacks is missing, not in
-	// flight (default 1m). An attempt charging past its lease needs no
-	// grace: its lease is the wait.
+	// flight (default 1m, at least MinGrace outside the lab). An attempt
+	// charging past its lease needs no grace: its lease is the wait.
 	Grace time.Duration
 	// DryRun reports and settles nothing.
 	DryRun bool
@@ -46,7 +54,9 @@ func New(pool *pgxpool.Pool, providers Providers, events *webhook.Ingestor, cfg 
 
 // Run holds every order of the window against the providers' records and
 // returns what it found, each finding settled where that is safe (not in a
-// dry run). An error stops the run: what it settled before stays settled.
+// dry run) and marked Waiting while the worker has not applied what its
+// settlement handed it. An error stops the run: what it settled before
+// stays settled.
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	theirs, err := r.read(ctx)
 	if err != nil {
@@ -70,7 +80,7 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 			rep.Findings = append(rep.Findings, f)
 		}
 	}
-	return rep, nil
+	return rep, r.markWaiting(ctx, &rep)
 }
 
 // records is what the providers recorded, by order id.

@@ -147,6 +147,10 @@ func TestChargeAnswerLost(t *testing.T) {
 	if f := only(t, rep, reconcile.ChargeNotApplied); !f.Settled || rep.Left() != 0 {
 		t.Fatalf("finding %+v, left %d: want settled", f, rep.Left())
 	}
+	// order_paid is in the outbox and no worker runs here: not done yet.
+	if f := rep.Findings[0]; !f.Waiting || rep.ExitStatus() != reconcile.ExitWaiting {
+		t.Errorf("waiting %v, exit status %d: want waiting for the worker (%d)", f.Waiting, rep.ExitStatus(), reconcile.ExitWaiting)
+	}
 	var state, recorded string
 	if err := w.pool.QueryRow(context.Background(), `SELECT state, charge_id FROM order_charges WHERE order_id = $1`, id).Scan(&state, &recorded); err != nil {
 		t.Fatal(err)
@@ -171,8 +175,9 @@ func TestChargeNeverMade(t *testing.T) {
 	w.exec(`INSERT INTO order_charges (order_id, holder_scope, holder_key, locked_until)
 	        VALUES ($1, 'c1', 'k1', now() - interval '1 minute')`, id)
 
-	if f := only(t, w.run(false), reconcile.ChargeStuck); !f.Settled {
-		t.Fatalf("finding %+v: want settled", f)
+	rep := w.run(false)
+	if f := only(t, rep, reconcile.ChargeStuck); !f.Settled || f.Waiting || rep.ExitStatus() != reconcile.ExitDone {
+		t.Fatalf("finding %+v, exit status %d: want settled and done (a release hands the worker nothing)", f, rep.ExitStatus())
 	}
 	if n := w.count(`SELECT count(*) FROM order_charges WHERE order_id = $1 AND state = 'released' AND attempt = 1`, id); n != 1 {
 		t.Errorf("the attempt is not released (attempt 1 kept)")
@@ -246,8 +251,8 @@ func TestNotificationMissing(t *testing.T) {
 	w.exec(`UPDATE orders SET status = 'paid', paid_at = now() WHERE id = $1`, recent)
 
 	f := only(t, w.run(false), reconcile.NotificationMissing)
-	if f.OrderID != silent || !f.Settled {
-		t.Fatalf("finding %+v: want order %s settled", f, silent)
+	if f.OrderID != silent || !f.Settled || !f.Waiting {
+		t.Fatalf("finding %+v: want order %s settled, waiting for the worker to deliver it", f, silent)
 	}
 	if n := w.count(`SELECT count(*) FROM watermill_outbox WHERE order_id = $1
 	                  AND payload -> 'metadata' ->> 'replayed_by' = 'orderpaid reconcile'`, silent); n != 1 {

@@ -49,6 +49,9 @@ type Finding struct {
 	// a finding for a person).
 	Action  string `json:"action,omitempty"`
 	Settled bool   `json:"settled"`
+	// Waiting: settled, but the worker has not applied yet the message the
+	// settlement handed it (waiting.go).
+	Waiting bool `json:"waiting"`
 	settle  settleFunc
 }
 
@@ -74,7 +77,46 @@ func (r Report) Left() int {
 	return n
 }
 
-// WriteTable prints one line per finding and a summary.
+// Waiting counts the settled findings the worker has not applied yet: the
+// run is not done until a later run finds them applied.
+func (r Report) Waiting() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Waiting {
+			n++
+		}
+	}
+	return n
+}
+
+// The exit statuses of orderpaid reconcile, which a cron job reads.
+const (
+	// ExitDone: nothing left for a person, nothing waiting for the worker.
+	ExitDone = 0
+	// ExitLeft: a finding is left for a person, or a dry run found one (or
+	// the run failed: its message says so).
+	ExitLeft = 1
+	// ExitUsage: a mistake on the command line.
+	ExitUsage = 2
+	// ExitWaiting: every finding is settled, but the worker has not yet
+	// applied what some settlements handed it: run again later.
+	ExitWaiting = 3
+)
+
+// ExitStatus is the exit status of a run that produced r: a finding left
+// first, then a settlement waiting, then done.
+func (r Report) ExitStatus() int {
+	switch {
+	case r.Left() > 0:
+		return ExitLeft
+	case r.Waiting() > 0:
+		return ExitWaiting
+	}
+	return ExitDone
+}
+
+// WriteTable prints one line per finding and a summary: one line of counts,
+// and one more while settlements wait for the worker.
 func (r Report) WriteTable(w io.Writer) error {
 	if len(r.Findings) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -93,9 +135,16 @@ func (r Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d order(s) held against the providers: %d finding(s), %d settled, %d left\n",
-		r.Orders, len(r.Findings), len(r.Findings)-r.Left(), r.Left())
-	return err
+	if _, err := fmt.Fprintf(w, "%d order(s) held against the providers: %d finding(s), %d settled, %d left\n",
+		r.Orders, len(r.Findings), len(r.Findings)-r.Left(), r.Left()); err != nil {
+		return err
+	}
+	if n := r.Waiting(); n > 0 {
+		if _, err := fmt.Fprintf(w, "not done: %d settled finding(s) wait for the worker (handed over through the outbox, not applied yet): run again later\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteJSON prints the report as one JSON object.
@@ -109,5 +158,6 @@ func (r Report) WriteJSON(w io.Writer) error {
 		Report
 		Settled int `json:"settled"`
 		Left    int `json:"left"`
-	}{r, len(r.Findings) - r.Left(), r.Left()})
+		Waiting int `json:"waiting"`
+	}{r, len(r.Findings) - r.Left(), r.Left(), r.Waiting()})
 }

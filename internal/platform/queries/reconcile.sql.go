@@ -88,6 +88,54 @@ func (q *Queries) ReconcileChargeRelease(ctx context.Context, arg ReconcileCharg
 	return result.RowsAffected(), nil
 }
 
+const reconcileHandedOff = `-- name: ReconcileHandedOff :many
+SELECT
+    o.id, o.status,
+    EXISTS (SELECT 1 FROM notification_log n
+             WHERE n.order_id = o.id AND n.template = 'order_confirmed')::boolean AS notified,
+    EXISTS (SELECT 1 FROM consumer_inbox i
+             WHERE i.order_id = o.id AND i.consumer = 'order_confirmed')::boolean AS confirmation_delivered
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+`
+
+type ReconcileHandedOffRow struct {
+	ID                    uuid.UUID `json:"id"`
+	Status                string    `json:"status"`
+	Notified              bool      `json:"notified"`
+	ConfirmationDelivered bool      `json:"confirmation_delivered"`
+}
+
+// How far the worker got with what a run handed it, for the orders the run
+// settled: the order's status (order_paid moves it out of pending,
+// order_refunded to refunded) and whether its order_confirmed was delivered
+// (the consumer inbox's row, or the provider's answer in notification_log).
+// A settlement the worker has not applied yet is waiting, not done.
+func (q *Queries) ReconcileHandedOff(ctx context.Context, ids []uuid.UUID) ([]ReconcileHandedOffRow, error) {
+	rows, err := q.db.Query(ctx, reconcileHandedOff, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReconcileHandedOffRow{}
+	for rows.Next() {
+		var i ReconcileHandedOffRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Notified,
+			&i.ConfirmationDelivered,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reconcileOrders = `-- name: ReconcileOrders :many
 SELECT
     o.id, o.status, o.amount_cents,
