@@ -86,10 +86,10 @@ func (d demo) run() error {
 	if err != nil {
 		return err
 	}
-	if replayed := h.Get("Idempotent-Replayed"); replayed == "true" {
-		d.say("   Idempotent-Replayed: true")
+	if h.Get("Idempotency-Replayed") == "true" {
+		d.say("   Idempotency-Replayed: true")
 	} else {
-		d.say("   Idempotent-Replayed: %q: the retry was not answered from the stored response, it was handled again.", replayed)
+		d.say("   no Idempotency-Replayed header: the retry was not answered from the stored response, it was handled again.")
 	}
 	d.say("4. Wait for the worker: order paid, 2 mugs reserved, commission released, confirmation sent.")
 	if _, err := d.waitAudit(o.ID, 1); err != nil {

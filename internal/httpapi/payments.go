@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/orderpaid/orderpaid/internal/payment"
 )
@@ -14,7 +13,7 @@ type Payer interface {
 }
 
 // handlePaymentCreate is POST /orders/{id}/payments. The stored response of a
-// key is written back byte for byte, with Idempotent-Replayed: true.
+// key is written back byte for byte, with Idempotency-Replayed: true.
 func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(r)
 	if err != nil {
@@ -36,11 +35,20 @@ func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
 	writeStored(w, resp.Status, resp.Body, resp.Replayed)
 }
 
+// replayedHeader marks an answer a request did not make: the stored answer
+// of an earlier request with the same Idempotency-Key, written back. A
+// client that gets it knows this request changed nothing; the first answer
+// never carries it.
+const replayedHeader = "Idempotency-Replayed"
+
 // writeStored writes an answer kept under an Idempotency-Key (a payment's,
-// a refund's) byte for byte, saying whether this request replayed it.
+// a refund's) byte for byte, with Idempotency-Replayed: true when this
+// request replayed it.
 func writeStored(w http.ResponseWriter, status int, body []byte, replayed bool) {
 	w.Header().Set("Content-Type", contentType(body, status))
-	w.Header().Set("Idempotent-Replayed", strconv.FormatBool(replayed))
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

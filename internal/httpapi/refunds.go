@@ -10,7 +10,7 @@ import (
 // order's money back, under an Idempotency-Key (refund.Request). The answer
 // is 201 once the refund is recorded; the money moves when the consumer of
 // refund_requested has asked the gateway. A stored answer is written back
-// byte for byte, with Idempotent-Replayed: true.
+// byte for byte, with Idempotency-Replayed: true.
 func (s *server) handleRefundCreate(w http.ResponseWriter, r *http.Request) {
 	id, err := orderID(r)
 	if err != nil {

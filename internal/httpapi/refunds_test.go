@@ -27,7 +27,7 @@ func (b *bundle) paidOrder(t *testing.T) queries.Order {
 }
 
 // refund sends POST /orders/{id}/refunds and returns the status, the
-// Idempotent-Replayed header and the body.
+// Idempotency-Replayed header ("" when absent) and the body.
 func (b *bundle) refund(t *testing.T, orderID, key, body string) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", b.url+"/orders/"+orderID+"/refunds", strings.NewReader(body))
@@ -41,7 +41,7 @@ func (b *bundle) refund(t *testing.T, orderID, key, body string) (int, string, s
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(raw)
+	return resp.StatusCode, resp.Header.Get("Idempotency-Replayed"), string(raw)
 }
 
 // refundWrites counts the refund intents and refund_requested messages.
@@ -67,7 +67,7 @@ func TestRefundRequestKeySemantics(t *testing.T) {
 	id := o.ID.String()
 
 	status, replayed, first := b.refund(t, id, "r1", `{"note":"damaged"}`)
-	if status != http.StatusCreated || replayed != "false" || !strings.Contains(first, `"refund":"requested"`) {
+	if status != http.StatusCreated || replayed != "" || !strings.Contains(first, `"refund":"requested"`) {
 		t.Fatalf("first: %d replayed=%s %s, want 201 requested", status, replayed, first)
 	}
 	status, replayed, again := b.refund(t, id, "r1", `{ "note" : "damaged" }`)

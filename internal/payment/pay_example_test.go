@@ -20,8 +20,9 @@ func TestMain(m *testing.M) { pgtest.MainExamples(m) }
 // The client's POST /orders/{id}/payments times out and it retries with the
 // same Idempotency-Key. The first request claims the key, charges through the
 // gateway and stores the answer (applied); the retry gets the stored answer
-// byte for byte, Idempotent-Replayed, and the gateway is not called again
-// (already_applied). The customer is charged once.
+// byte for byte, Replayed (the api's Idempotency-Replayed: true), and the
+// gateway is not called again (already_applied). The customer is charged
+// once.
 func ExampleService_Pay() {
 	ctx := context.Background()
 	pool, drop, err := pgtest.Open(ctx)

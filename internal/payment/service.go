@@ -137,7 +137,7 @@ type Response struct {
 	Status int
 	Body   []byte
 	// Replayed: this response was stored by an earlier request with the same
-	// key (Idempotent-Replayed: true); this request performed nothing.
+	// key (the api's Idempotency-Replayed: true); this request performed nothing.
 	Replayed bool
 }
 
