@@ -86,6 +86,8 @@ type confirmedItem struct {
 	sendCtx                 context.Context // the provider step's; nil: no call
 	sent                    notify.Sent
 	claimed                 bool // sent before, by the e-mail's claim: no call, nothing to log
+	claim                   notify.Claimed
+	held                    bool // claim is this item's, to settle or give back after its call
 	// first is the index of the first copy of this message id in the
 	// batch (i itself for the first); round counts the copies before it.
 	first, round int
@@ -142,13 +144,16 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 			continue
 		}
 		it.sendCtx, it.notification = it.run.Begin(inboxCtx, effect.NotificationSent, effect.NotificationClaim)
+		if !c.claim(it, errs) {
+			continue
+		}
 		rounds = max(rounds, it.round+1)
 	}
 	slots := make(chan struct{}, maxProviderCalls)
 	for round := range rounds {
 		var wg sync.WaitGroup
 		for i, it := range items {
-			if errs[i] != nil || it.first != i || it.round != round || it.sendCtx == nil {
+			if errs[i] != nil || it.first != i || it.round != round || it.sendCtx == nil || it.claimed {
 				continue
 			}
 			wg.Add(1)
@@ -161,21 +166,44 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 		}
 		wg.Wait()
 	}
+	for i, it := range items {
+		if it.first == i && it.held {
+			if err := c.closeClaim(it.sendCtx, it.claim, it.sent, errs[i]); err != nil && errs[i] == nil {
+				errs[i] = c.recordBatched(it.msg.Context(), it.run, err)
+			}
+		}
+	}
+}
+
+// claim takes the e-mail's claim of it, one goroutine for the batch (the
+// database may be one transaction). It reports whether the provider is to
+// be called: not when the claim was found sent (it.claimed, answered) or
+// could not be taken (its error in errs).
+func (c *Consumers) claim(it *confirmedItem, errs []error) bool {
+	cl, err := c.guards.ClaimNotice(it.sendCtx, c.q, it.orderID, notify.TemplateOrderConfirmed, notify.MessageKey(it.msg.UUID))
+	switch {
+	case err != nil: // a claim held elsewhere is "not now": the batch's retry comes back to it
+		errs[it.i] = c.recordBatched(it.msg.Context(), it.run, err)
+		return false
+	case cl.Sent:
+		it.sent, it.claimed = alreadySent(cl), true
+		return false
+	}
+	it.claim, it.held = cl, true
+	return true
 }
 
 // send makes the call of it and keeps the answer in it.sent, or its error
 // in errs.
 func (c *Consumers) send(it *confirmedItem, errs []error) {
 	mctx := it.msg.Context()
-	sent, called, err := c.sendClaimed(it.sendCtx, it.msg.UUID, it.orderID, notify.TemplateOrderConfirmed)
+	sent, err := c.callClaimed(it.sendCtx, it.claim, it.orderID, notify.TemplateOrderConfirmed)
 	switch {
 	case errors.Is(err, notify.ErrRejected):
 		errs[it.i] = c.recordBatched(mctx, it.run, permanent(err))
 	case err != nil:
 		errs[it.i] = c.recordBatched(mctx, it.run, err)
 		notify.WaitRetryAfter(mctx, errs[it.i])
-	case !called:
-		it.sent, it.claimed = sent, true
 	default:
 		it.sent = sent
 	}

@@ -21,29 +21,50 @@ import (
 //     settled, or given back when the call settled nothing.
 //
 // called reports that the provider answered for this e-mail, a call or a
-// look-up: its answer goes to the notification log.
-func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID uuid.UUID, template string) (sent notify.Sent, called bool, err error) {
+// look-up: its answer goes to the notification log. The batch handler runs
+// the three parts apart: the claims and their settling in one goroutine
+// (the database may be one transaction), the calls side by side.
+func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID uuid.UUID, template string) (notify.Sent, bool, error) {
 	cl, err := c.guards.ClaimNotice(ctx, c.q, orderID, template, notify.MessageKey(messageID))
 	if err != nil {
 		return notify.Sent{}, false, err
 	}
 	if cl.Sent {
-		return notify.Sent{ID: cl.NotificationID, Replayed: true, Key: cl.Key}, false, nil
+		return alreadySent(cl), false, nil
 	}
-	held := context.WithoutCancel(ctx) // once the claim is held, its settle or release must happen
+	sent, err := c.callClaimed(ctx, cl, orderID, template)
+	return sent, err == nil, c.closeClaim(ctx, cl, sent, err)
+}
+
+// alreadySent is the answer of a claim found sent: no call.
+func alreadySent(cl notify.Claimed) notify.Sent {
+	return notify.Sent{ID: cl.NotificationID, Replayed: true, Key: cl.Key}
+}
+
+// callClaimed is the provider's part of sendClaimed, for a claim held: the
+// look-up first when the claim's outcome is unknown, then the call under
+// the claim's key. It uses no database.
+func (c *Consumers) callClaimed(ctx context.Context, cl notify.Claimed, orderID uuid.UUID, template string) (notify.Sent, error) {
 	if cl.Unknown {
 		found, ok, err := c.notifier.SentFor(ctx, orderID, template)
 		switch {
 		case err != nil:
-			err = fmt.Errorf("the outcome of an earlier %s e-mail of order %s is unknown and the provider cannot say, so nothing is sent: %w", template, orderID, err)
-			return notify.Sent{}, false, errors.Join(err, cl.Release(held, c.q))
+			return notify.Sent{}, fmt.Errorf("the outcome of an earlier %s e-mail of order %s is unknown and the provider cannot say, so nothing is sent: %w", template, orderID, err)
 		case ok:
-			return found, true, cl.Settle(held, c.q, found.ID)
+			return found, nil
 		}
 	}
-	sent, err = c.notifier.Send(ctx, c.guards.ProviderKey(cl.Key), orderID, template)
-	if err != nil {
-		return notify.Sent{}, false, errors.Join(err, cl.Release(held, c.q))
+	return c.notifier.Send(ctx, c.guards.ProviderKey(cl.Key), orderID, template)
+}
+
+// closeClaim settles the claim with the provider's answer, or gives it back
+// after callErr, and returns callErr with what closing it met. It runs even
+// when the delivery's context is done: once the claim is held, its settle
+// or release must happen.
+func (c *Consumers) closeClaim(ctx context.Context, cl notify.Claimed, sent notify.Sent, callErr error) error {
+	ctx = context.WithoutCancel(ctx)
+	if callErr != nil {
+		return errors.Join(callErr, cl.Release(ctx, c.q))
 	}
-	return sent, true, cl.Settle(held, c.q, sent.ID)
+	return cl.Settle(ctx, c.q, sent.ID)
 }

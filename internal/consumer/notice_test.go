@@ -11,6 +11,8 @@ import (
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/notify"
+	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // forgetEverything is what time does to the e-mail's memories: the
@@ -110,5 +112,44 @@ func TestEmailWhoseOutcomeIsUnknownIsAskedFor(t *testing.T) {
 	}
 	if state != "sent" || id != b.provider.Notifications()[0].ID {
 		t.Fatalf("claim = %s %q, want sent with the provider's id %s", state, id, b.provider.Notifications()[0].ID)
+	}
+}
+
+// TestEmailClaimsOfABatchInOneTransaction: with the position committed with
+// the effects, a batch's messages share one transaction, one connection.
+// The batch takes and settles its e-mails' claims in one goroutine and
+// calls the provider side by side: every e-mail once, no statement on the
+// transaction from two goroutines at once (pgx: "conn busy").
+func TestEmailClaimsOfABatchInOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	var orders []queries.Order
+	for range 6 {
+		orders = append(orders, b.newOrder(t))
+	}
+	ctx := context.Background()
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	msgs := confirmedMessages(t, orders, []int{0, 1, 2, 3, 4, 5})
+	for _, m := range msgs {
+		m.SetContext(postgres.WithEnclosingTx(context.Background(), tx))
+	}
+	for i, err := range b.c.HandleOrderConfirmedBatch(msgs) {
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b.provider.Notifications()); got != len(orders) {
+		t.Fatalf("provider sent %d e-mails, want %d", got, len(orders))
+	}
+	var sent int
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM notification_claims WHERE state = 'sent'").Scan(&sent); err != nil || sent != len(orders) {
+		t.Fatalf("%d claims sent (%v), want %d", sent, err, len(orders))
 	}
 }
