@@ -166,6 +166,12 @@ func (c *Consumers) callProvider(items []*confirmedItem, errs []error, seen map[
 		}
 		wg.Wait()
 	}
+}
+
+// closeClaims settles the claims of the batch whose answers are logged, and
+// gives back the others, in one goroutine, after the log: a crash before a
+// settle leaves its claim to be taken over and the provider asked again.
+func (c *Consumers) closeClaims(items []*confirmedItem, errs []error) {
 	for i, it := range items {
 		if it.first == i && it.held {
 			if err := c.closeClaim(it.sendCtx, it.claim, it.sent, errs[i]); err != nil && errs[i] == nil {
@@ -235,6 +241,7 @@ func (c *Consumers) logProviderAnswers(ctx context.Context, items []*confirmedIt
 			}
 		}
 	}
+	c.closeClaims(items, errs)
 	for i, it := range items {
 		if errs[i] != nil || it.first != i || it.sent.ID == "" {
 			continue

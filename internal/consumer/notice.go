@@ -21,10 +21,11 @@ import (
 //     settled, or given back when the call settled nothing.
 //
 // called reports that the provider answered for this e-mail, a call or a
-// look-up: its answer goes to the notification log. The batch handler runs
+// look-up: log writes its answer to the notification log before the claim
+// is settled. The batch handler runs
 // the three parts apart: the claims and their settling in one goroutine
 // (the database may be one transaction), the calls side by side.
-func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID uuid.UUID, template string) (notify.Sent, bool, error) {
+func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID uuid.UUID, template string, log func(notify.Sent) error) (notify.Sent, bool, error) {
 	cl, err := c.guards.ClaimNotice(ctx, c.q, orderID, template, notify.MessageKey(messageID))
 	if err != nil {
 		return notify.Sent{}, false, err
@@ -33,6 +34,9 @@ func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID u
 		return alreadySent(cl), false, nil
 	}
 	sent, err := c.callClaimed(ctx, cl, orderID, template)
+	if err == nil {
+		err = log(sent)
+	}
 	return sent, err == nil, c.closeClaim(ctx, cl, sent, err)
 }
 

@@ -153,3 +153,36 @@ func TestEmailClaimsOfABatchInOneTransaction(t *testing.T) {
 		t.Fatalf("%d claims sent (%v), want %d", sent, err, len(orders))
 	}
 }
+
+// TestEmailLoggedBeforeItsClaimIsSettled: the provider's answer is logged
+// before the e-mail's claim is settled. A worker that sent the e-mail and
+// could not log it (here the log's table is away; in the wild, a kill
+// between the two) leaves the claim to be taken over: the redelivery asks
+// the provider, finds the e-mail, logs it and sends nothing, so the audit
+// counts the one e-mail. Settled first, the claim would answer "sent" to
+// every redelivery and the log, the audit's source, would never have it.
+func TestEmailLoggedBeforeItsClaimIsSettled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	o := b.newOrder(t)
+	msg := outboxConfirmation(t, o)
+	ctx := context.Background()
+	if _, err := b.pool.Exec(ctx, "ALTER TABLE notification_log RENAME TO notification_log_away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(b.c.HandleOrderConfirmed, msg); err == nil {
+		t.Fatal("the delivery whose answer could not be logged succeeded; want an error")
+	}
+	if _, err := b.pool.Exec(ctx, "ALTER TABLE notification_log_away RENAME TO notification_log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(b.c.HandleOrderConfirmed, msg); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	if got := len(b.provider.Notifications()); got != 1 {
+		t.Fatalf("provider sent %d e-mails, want 1", got)
+	}
+	if a := b.audit(t, o.ID); a.NotificationSent != 1 {
+		t.Fatalf("audit notification_sent = %d, want 1: the log misses the e-mail its claim says was sent", a.NotificationSent)
+	}
+}

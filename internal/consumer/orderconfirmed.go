@@ -99,23 +99,31 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 
 // sendNotice sends notice n about the order once per order (sendClaimed,
 // under the e-mail's claim and the provider's key) and logs the provider's
-// answer: the guarded step n.sent.
+// answer before the claim is settled: a crash between the two leaves the
+// claim to be taken over, and the provider is asked again, so the log never
+// misses an e-mail the claim says was sent. The guarded step n.sent.
 func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) error {
 	_, err := run.Step(ctx, n.sent, effect.NotificationClaim, func(ctx context.Context) (effect.Outcome, error) {
-		sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template)
-		if err != nil || !called {
+		sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template, func(sent notify.Sent) error {
+			return c.logAnswer(ctx, messageID, orderID, n.template, sent)
+		})
+		switch {
+		case err != nil || !called || sent.Replayed:
 			return effect.AlreadyApplied, err
-		}
-		if err := c.q.NotificationLogInsert(ctx, queries.NotificationLogInsertParams{
-			OrderID: orderID, MessageID: messageID, IdempotencyKey: sent.Key,
-			ProviderNotificationID: sent.ID, Replayed: sent.Replayed, Template: n.template,
-		}); err != nil {
-			return "", fmt.Errorf("log provider answer: %w", err)
-		}
-		if sent.Replayed {
-			return effect.AlreadyApplied, nil
 		}
 		return effect.Applied, nil
 	})
 	return err
+}
+
+// logAnswer writes the provider's answer about the order's e-mail of
+// template to the notification log.
+func (c *Consumers) logAnswer(ctx context.Context, messageID string, orderID uuid.UUID, template string, sent notify.Sent) error {
+	if err := c.q.NotificationLogInsert(ctx, queries.NotificationLogInsertParams{
+		OrderID: orderID, MessageID: messageID, IdempotencyKey: sent.Key,
+		ProviderNotificationID: sent.ID, Replayed: sent.Replayed, Template: template,
+	}); err != nil {
+		return fmt.Errorf("log provider answer: %w", err)
+	}
+	return nil
 }
