@@ -1,0 +1,338 @@
+/* orderpaid.pml: the order_paid flow as a Promela model, for the Spin model
+ * checker (docs/model.md). One order, from the client's payment to the
+ * customer's e-mail, with every process free to crash between its steps.
+ *
+ * Promela in five lines, for a first-time reader:
+ *   - a `proctype` is a process; all of them run at once, interleaved in
+ *     every possible order (Spin tries them all);
+ *   - `if :: a -> x :: b -> y fi` picks ANY branch whose guard holds: that is
+ *     how the model says "maybe" (maybe crash, maybe lose the answer);
+ *   - a statement that is false (`bq[OC] > 0`) blocks until it becomes true;
+ *   - `atomic { ... }` runs without interleaving: one SQL transaction, one
+ *     provider call;
+ *   - `assert(x)` is an invariant: Spin reports the first run where it fails.
+ *
+ * Each guard of the lab (`orderpaid ... --without NAME`) is a flag: compile
+ * with -DNO_STATE_CHECK (and so on) and the guard is replaced by the mistake
+ * the lab wires in its place. `boundary:` comments name the crash matrix's
+ * boundaries (issue 37: process/flow/sqlc query#n or provider call); a test
+ * (model_test.go) checks that each names a real query or a known call.
+ */
+
+/* ---- bounds: what keeps the state space small ------------------------- */
+#define MAXFAULT 1   /* crashes + lost answers + expired leases, all processes: one each run */
+#define MAXREQ   2   /* payment requests of the client: the first and one retry */
+
+/* ---- the order and its effects (the invariants count these) ----------- */
+bool paid = false;   /* orders.status = 'paid' */
+byte transitions;    /* times the order moved to paid (order_transitions) */
+byte charges;        /* charges the gateway made (its /charges) */
+byte commissions;    /* commission rows in the ledger */
+byte emails;         /* e-mails the provider sent (its /notifications) */
+byte accepted[2];    /* order_paid written to the outbox, per payment event */
+byte faults;         /* MAXFAULT's counter */
+
+/* A crash (or any fault) is a choice: while the budget lasts, the process
+ * may jump to `label` (its recovery) instead of taking its next step. It
+ * opens each step's atomic block, so "killed after step n" is the choice
+ * made when step n+1 would run, whenever that is: every moment between two
+ * steps is covered, without a state of its own. */
+#define CRASH(label) if :: faults < MAXFAULT -> faults++; goto label :: true fi
+
+/* ---- the api's tables -------------------------------------------------- */
+#define NONE 0
+#define CHARGING 1     /* order_charges.state; for a key: locked */
+#define CHARGED 2      /* for a key: completed, its answer stored */
+byte keyrow[3];        /* idempotency_keys by client key K1 = 1, K2 = 2 */
+byte charge = NONE;    /* order_charges: the order's one charge claim */
+byte whinbox;          /* webhook_inbox: bit per event id */
+
+/* ---- the gateway: idempotent on its key, may forget its keys ---------- */
+byte gwkeys;           /* bit per gateway key it remembers */
+#define CHARGEKEY 0    /* payment.ChargeKey(order, attempt 1) */
+/* GatewayKey(K) (no charge claim) is bit K; a fresh key (no idempotency key) is 3 + request */
+
+/* ---- outbox, broker, worker tables ------------------------------------ */
+#define OP1 0          /* order_paid of event 1: UUIDv5 of its source */
+#define OP2 1          /* order_paid of a second event for the same payment */
+#define OC 2           /* order_confirmed: UUIDv5 of the order */
+byte ob[3];            /* outbox rows not yet relayed, per message id */
+byte bq[3];            /* copies in the broker, not yet acked, per message id */
+bool ever[3];          /* published at least once (an operator can replay it) */
+bool ledgerrow;        /* ledger row under the business key (order, commission) */
+byte ledgerbymsg;      /* the mistake: rows keyed by the delivery, bit per message */
+bool inbox;            /* consumer_inbox (order_confirmed, OC) */
+byte claim = NONE;     /* notification_claims (order, order_confirmed): NONE, CHARGING = sending, CHARGED = sent */
+
+/* ---- the notification provider ----------------------------------------- */
+byte npkeys;           /* bit per Idempotency-Key it remembers; the claim's key is bit 0 */
+byte lastkey;          /* the key of its last send */
+bool window;           /* a look-up and the send after it: milliseconds, no day passes */
+
+/* ===== the client and the api: POST /orders/{id}/payments =============== */
+proctype Client() {
+  byte r = 0, k = 1, gk;  /* request number, client key (K1 = 1, K2 = 2), gateway key */
+  bool unknown;
+request:
+#ifdef NO_IDEMPOTENCY_KEY
+  gk = 3 + r;             /* PayWithoutKey: a fresh gateway key, no claim at all */
+  goto call;
+#endif
+  atomic {  /* phase 1, one transaction; boundary: api/pay/IdempotencyKeyInsert#1 */
+    if
+    :: keyrow[k] == CHARGED -> goto answered   /* boundary: api/pay/IdempotencyKeyGet#1: the stored answer */
+    :: else -> keyrow[k] = CHARGING            /* new, or recovered after its lock ran out (IdempotencyKeyRecover#1) */
+    fi;
+#ifdef NO_CHARGE_CLAIM
+    gk = k                /* NoChargeClaim: the gateway key from the request's key */
+#else
+    if                    /* boundary: api/pay/OrderChargeInsert#1 */
+    :: paid || charge == CHARGED -> keyrow[k] = CHARGED; goto answered  /* alreadyPaid: 409, stored */
+    :: charge == NONE -> charge = CHARGING
+    :: charge == CHARGING -> unknown = true   /* boundary: api/pay/OrderChargeTakeOver#1 */
+    fi;
+    gk = CHARGEKEY
+#endif
+  };                      /* boundary: api/pay/COMMIT#1: the key and the charge now locked */
+call:
+  atomic {
+    CRASH(gone);          /* payment.before_gateway_call: the key and the charge stay locked */
+#ifndef NO_ASK_FIRST
+    if                    /* askFirst; boundary: api/pay/gateway.charges (GET /charges?order_id=) */
+    :: unknown && charges > 0 -> charge = CHARGED; keyrow[k] = CHARGED; goto answered
+    :: else -> skip
+    fi;
+#endif
+    /* boundary: api/pay/gateway.charge (POST /charges) */
+    if
+    :: gwkeys & (1 << gk) -> skip               /* a key it remembers: the same answer, no charge */
+    :: else -> charges++; gwkeys = gwkeys | (1 << gk);
+       assert(charges <= 1)                     /* INVARIANT one charge */
+    fi;
+#ifndef NO_IDEMPOTENCY_KEY
+    if                    /* its answer is lost (a 502, a timeout): the api gives the key and the charge back */
+    :: faults < MAXFAULT -> faults++; goto gone /* boundary: api/pay/OrderChargeRelease#1, IdempotencyKeyRelease#1 */
+    :: true
+    fi
+#endif
+  };
+#ifndef NO_IDEMPOTENCY_KEY
+  atomic {                /* boundary: api/pay/OrderChargeSettle#1, IdempotencyKeyComplete#1 */
+    CRASH(gone);          /* payment.after_gateway_call: charged, nothing stored, rows left charging */
+    charge = CHARGED; keyrow[k] = CHARGED
+  };
+#endif
+answered:                 /* the client may still time out before it reads the answer */
+gone:                     /* no answer: the client retries, same key or a new one, or gives up */
+  atomic {
+    r++; unknown = false; gk = 0;
+    if
+    :: r < MAXREQ -> if :: k = 1 :: k = 2 fi; goto request
+    :: true
+    fi
+  }
+}
+
+/* ===== the gateway's payment.succeeded: at least once, maybe late ======== */
+proctype Webhook() {
+  byte sent = 0, ev = 0, m = OP1;
+  bool fresh;
+end:
+  charges > 0;            /* it sends nothing before it has charged */
+deliver:
+  atomic {                /* boundary: api/webhook/WebhookInboxInsert#1 .. COMMIT#1 */
+    /* the api may die before the COMMIT: nothing is written, no 2xx, and the
+     * gateway sends it again, which is the next delivery: no state of its own */
+#ifdef NO_WEBHOOK_INBOX
+    fresh = true;
+#else
+    fresh = !(whinbox & (1 << ev)); whinbox = whinbox | (1 << ev);
+#endif
+    if
+    :: fresh -> charge = CHARGED;  /* boundary: api/webhook/OrderChargeRecordFromEvent#1 */
+       ob[m]++;                    /* boundary: api/webhook/INSERT#1 (watermill's outbox row) */
+       accepted[ev]++;
+       assert(accepted[ev] <= 1)   /* INVARIANT one acceptance per event */
+    :: else -> skip
+    fi;
+    fresh = false;
+    sent++;               /* a crash after the COMMIT loses the 2xx: it is sent again, below */
+    if                    /* two deliveries at most: */
+    :: sent < 2 -> goto deliver                 /* the same event again, same event id */
+    :: sent < 2 -> ev = 1; m = OP2; goto deliver /* a second event for the same payment */
+    :: true
+    fi
+  }
+}
+
+/* ===== the outbox relay: publishes each row at least once =============== */
+proctype Relay() {
+  byte m;
+end:
+  atomic {                /* boundary: worker/relay/SELECT#1 (watermill reads the outbox) */
+    if :: ob[OP1] > 0 -> m = OP1 :: ob[OP2] > 0 -> m = OP2 :: ob[OC] > 0 -> m = OC fi;
+    bq[m]++; ever[m] = true   /* boundary: worker/relay/broker.publish */
+  };
+  atomic {
+    CRASH(end);           /* killed before its position moves: the row is published again */
+    ob[m]--; m = 0        /* boundary: worker/relay/broker.ack (the relay's position) */
+  };
+  goto end
+}
+
+/* ===== two order_paid workers =========================================== */
+proctype OrderPaid() {
+  byte m;
+  bool held;
+end:
+  atomic {                /* boundary: worker/order_paid/broker.receive */
+    if :: bq[OP1] > 0 -> m = OP1 :: bq[OP2] > 0 -> m = OP2 fi; bq[m]--;
+    if                    /* its lease runs out while it works: the broker hands the message to another */
+    :: faults < MAXFAULT -> faults++; bq[m]++
+    :: true
+    fi
+  };
+  atomic {                /* step 1, one transaction: markPaid (a crash inside it rolls it back) */
+    CRASH(crashed);
+#ifdef NO_STATE_CHECK
+    if                    /* boundary: worker/order_paid/OrderMarkPaidUnconditional#1 */
+    :: true ->
+#else
+    if                    /* boundary: worker/order_paid/OrderMarkPaid#1: UPDATE ... WHERE status = 'pending' */
+    :: !paid ->
+#endif
+       paid = true; transitions++;             /* boundary: worker/order_paid/OrderTransitionInsert#1 */
+       assert(transitions <= 1);               /* INVARIANT paid once */
+#ifdef NO_OUTBOX
+       held = true        /* PublishAfterCommit: held, to be sent once this commits */
+#else
+       ob[OC]++           /* boundary: worker/order_paid/INSERT#1 (the confirmation, same transaction) */
+#endif
+    :: else -> skip
+    fi
+  };                      /* boundary: worker/order_paid/COMMIT#1 */
+#ifdef NO_OUTBOX
+  atomic {                /* boundary: worker/order_paid/broker.publish */
+    CRASH(crashed);       /* order_paid.after_mark_paid: the held confirmation dies with the worker */
+    if :: held -> bq[OC]++; ever[OC] = true; held = false :: else -> skip fi
+  };
+#endif
+  atomic {                /* step 2, one transaction; boundary: worker/order_paid/OrderLockForCommission#1 */
+    CRASH(crashed);       /* order_paid.after_mark_paid */
+#ifdef NO_LEDGER_KEY
+    if                    /* ReleaseCommissionUnguarded: keyed by the delivery; boundary: worker/order_paid/LedgerEntryInsert#1 */
+    :: !(ledgerbymsg & (1 << m)) -> ledgerbymsg = ledgerbymsg | (1 << m); commissions++
+    :: else -> skip
+    fi;
+#else
+    if                    /* ON CONFLICT (entry_key) DO NOTHING; boundary: worker/order_paid/LedgerEntryInsert#1 */
+    :: !ledgerrow -> ledgerrow = true; commissions++
+    :: else -> skip
+    fi;
+#endif
+    assert(commissions <= 1)   /* INVARIANT one commission */
+  };
+  atomic {                /* boundary: worker/order_paid/broker.ack */
+    CRASH(crashed);       /* order_paid.before_ack */
+    m = 0; held = false; goto end
+  };
+crashed:                  /* killed: the broker delivers the message again */
+  atomic { bq[m]++; m = 0; held = false; goto end }
+}
+
+/* ===== the order_confirmed consumer: inbox, e-mail claim, provider key ==== */
+proctype Confirmed() {
+  bool unknown, found;
+  byte key, fresh = 1;
+end:
+  atomic {                /* boundary: worker/order_confirmed/ConsumerInboxExists#1 */
+    bq[OC] > 0 -> bq[OC]--;
+#ifndef NO_INBOX
+    if :: inbox -> goto ack :: else -> skip fi;
+#endif
+    assert(!inbox);       /* INVARIANT once per message: no delivery past an inbox that holds it */
+    assert(paid)          /* INVARIANT no ghost: a confirmation only for a paid order */
+  };
+#ifndef NO_NOTIFICATION_CLAIM
+  atomic {                /* boundary: worker/order_confirmed/NotificationClaimInsert#1 */
+    CRASH(crashed);
+    if
+    :: claim == CHARGED -> goto record          /* sent: nothing to do */
+    :: claim == NONE -> claim = CHARGING
+    :: claim == CHARGING -> unknown = true      /* abandoned; boundary: worker/order_confirmed/NotificationClaimTakeOver#1 */
+    fi;
+    /* a crash between the claim and the look-up is the crash before the send, below */
+    if                    /* ask first; boundary: worker/order_confirmed/notify.notifications (GET /notifications?order_id=) */
+    :: !unknown -> skip
+    :: unknown && emails > 0 -> goto settle     /* it sent it: settle, send nothing */
+    :: unknown && emails > 0 && (npkeys & (1 << lastkey)) -> window = true  /* its search lags a recent send */
+    :: unknown && emails == 0 -> window = true
+    fi
+  };
+#endif
+  atomic {                /* boundary: worker/order_confirmed/notify.send (POST /notifications) */
+    CRASH(crashed);
+#ifdef NO_PROVIDER_KEY
+    key = fresh; fresh++; /* FreshKey: a new key per call */
+#else
+    key = 0;              /* MessageKey(the claim's first message): one key per e-mail */
+#endif
+    window = false;
+    if
+    :: npkeys & (1 << key) -> skip             /* a key it remembers: no second e-mail */
+    :: else -> emails++; npkeys = npkeys | (1 << key); lastkey = key;
+       assert(emails <= 1)                     /* INVARIANT one e-mail */
+    fi;
+    key = 0;
+    if                    /* the provider sent it and the answer is lost: the claim is given back, retried */
+    :: faults < MAXFAULT -> faults++; goto crashed  /* boundary: worker/order_confirmed/NotificationClaimRelease#1 */
+    :: true
+    fi
+  };
+settle:
+#ifndef NO_NOTIFICATION_CLAIM
+  atomic {                /* boundary: worker/order_confirmed/NotificationLogInsert#1, then NotificationClaimSettle#1 */
+    CRASH(crashed);
+    claim = CHARGED
+  };
+#endif
+record:
+  atomic {                /* boundary: worker/order_confirmed/ConsumerInboxInsert#1 */
+    CRASH(crashed);
+    inbox = true
+  };
+ack:
+  atomic {                /* boundary: worker/order_confirmed/broker.ack */
+    CRASH(crashed);
+    unknown = false; goto end
+  };
+crashed:
+  atomic { window = false; bq[OC]++; unknown = false; goto end }
+}
+
+/* ===== time: what a week later does, and an operator ==================== */
+proctype Later() {
+end1:
+  atomic {                /* a week passes: every memory that expires has expired */
+    !window ->            /* (not between a look-up and its send: those are milliseconds apart) */
+    gwkeys = 0;           /* the gateway forgets its keys (about a day) */
+    npkeys = 0;           /* the provider forgets its keys */
+    inbox = false         /* retention cleans the consumer inbox (7 days); claims are never cleaned */
+  };
+end2:
+  if                      /* an operator replays an old message (orderpaid reprocess --message) */
+  :: ever[OC] -> bq[OC]++
+  :: ever[OP1] -> bq[OP1]++
+  fi
+}
+
+init {
+  atomic { run Client(); run Webhook(); run Relay(); run OrderPaid(); run OrderPaid();
+           run Confirmed(); run Later() }
+}
+
+#ifdef LIVENESS
+/* INVARIANT no lost e-mail: once the order is paid, the e-mail is eventually sent
+ * (checked with pan -a -f: weak fairness, every process that can move, moves). */
+ltl emailed { [] (paid -> <> (emails > 0)) }
+#endif
