@@ -130,9 +130,7 @@ func (g *Gateway) emit(ev Event) {
 func (g *Gateway) ForgetKeys() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := len(g.byKey)
-	g.byKey = make(keyStore)
-	return n
+	return g.byKey.forget()
 }
 
 // handleForgetKeys serves POST /control/gateway/forget-keys.

@@ -89,6 +89,15 @@ func (s keyStore) once(key string, req any, effect func() (any, error)) (resp st
 	return resp, false, nil
 }
 
+// forget drops every key of the store, as a provider does once its keys
+// expire, and returns how many it dropped. The caller holds the provider's
+// lock.
+func (s keyStore) forget() int {
+	n := len(s)
+	clear(s)
+	return n
+}
+
 // request is the body of a provider's effect endpoint, which checks itself.
 type request interface{ validate() error }
 

@@ -84,9 +84,7 @@ func (n *Notifier) send(key string, req notifyRequest) (resp storedResponse, rep
 func (n *Notifier) ForgetKeys() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	k := len(n.byKey)
-	n.byKey = make(keyStore)
-	return k
+	return n.byKey.forget()
 }
 
 // handleForgetKeys serves POST /control/notifications/forget-keys.
