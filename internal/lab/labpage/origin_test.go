@@ -50,6 +50,10 @@ func TestLabControlsRefuseAForeignOriginOrHost(t *testing.T) {
 		{"a foreign Origin", "127.0.0.1:8080", "http://evil.example"},
 		{"a foreign Host without Origin", "evil.example", ""},
 		{"a foreign Host and its Origin (DNS rebinding)", "evil.example:8080", "http://evil.example:8080"},
+		// A name that ends in localhost without being under .localhost is
+		// anyone's: refusing it kills the mutant of loopbackHost that checks
+		// HasSuffix(host, "localhost"), without the dot.
+		{"a foreign Host ending in localhost and its Origin", "evillocalhost:8080", "http://evillocalhost:8080"},
 		{"another page on this machine", "localhost:8080", "http://localhost:3000"},
 		{"an opaque origin", "localhost:8080", "null"},
 		{"a network address", "192.168.1.20:8080", ""},
