@@ -2,12 +2,15 @@ package broker_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
@@ -120,6 +123,71 @@ func TestKafkaPositionWithEffectsSeeksOnAssignment(t *testing.T) {
 	if handed != 0 {
 		t.Errorf("%d record(s) handed out past the kept positions, want 0", handed)
 	}
+}
+
+// A member the group dropped mid-batch still holds the batch it polled,
+// while the partition's new owner applied it and more and moved the row.
+// When the dropped member's transaction locks the row, the row is past
+// where its batch begins: the batch is stale and commits nothing, neither
+// its effects nor its position. This kills the mutant that skips the
+// stale-batch check in kafkaPositions.apply (movedPositions): without it
+// the handler applies the first three records a second time and the row
+// moves back from 6 to 3.
+func TestKafkaPositionStaleBatchCommitsNothing(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	exec(t, pool, `CREATE TABLE applied (message_id text NOT NULL)`)
+	topic, cl, records := kafkaRecordsOfOneOrder(t, 6)
+	group := broker.KafkaGroup(topic, "g")
+	apply := func(records []*kgo.Record) (handed, done int) {
+		done, err := broker.KafkaPositionsApply(t.Context(), pool, group, topic, cl, records, func(msgs []*message.Message) int {
+			handed += len(msgs)
+			for _, m := range msgs {
+				applyIn(t, pool, m)
+			}
+			return len(msgs)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return handed, done
+	}
+	apply(records) // the new owner: all six, the row at 6
+	if handed, done := apply(records[:3]); handed != 0 || done != 0 {
+		t.Errorf("the dropped member's stale batch of 3: %d handed out, %d settled, want 0 and 0", handed, done)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM applied`); n != len(records) {
+		t.Errorf("%d record(s) applied, want %d: each once", n, len(records))
+	}
+	next := count(t, pool, `SELECT next_offset FROM kafka_positions WHERE consumer_group = $1 AND topic = $2 AND partition = $3`, group, topic, records[0].Partition)
+	if want := int(records[5].Offset + 1); next != want {
+		t.Errorf("the row at %d after the stale batch, want %d, where the new owner left it", next, want)
+	}
+}
+
+// kafkaRecordsOfOneOrder publishes n messages of one order (one partition)
+// on a fresh topic and returns it, with the records polled back by a
+// client outside any group (which the test may rewind as a member would).
+func kafkaRecordsOfOneOrder(t *testing.T, n int) (topic string, cl *kgo.Client, records []*kgo.Record) {
+	t.Helper()
+	brokers := kafkaBrokers(t)
+	bb := kafkaSetup(t, brokers, "")
+	bb.provision(t, "g")
+	bb.publishFor(t, slices.Repeat([]string{watermill.NewUUID()}, n)...)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(bb.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for len(records) < n && ctx.Err() == nil {
+		records = append(records, cl.PollFetches(ctx).Records()...)
+	}
+	if len(records) != n {
+		t.Fatalf("polled %d record(s) of %d", len(records), n)
+	}
+	return bb.topic, cl, records
 }
 
 // applyIn records m as applied, in the enclosing transaction of its context
