@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +163,54 @@ func TestKafkaPositionStaleBatchCommitsNothing(t *testing.T) {
 	next := count(t, pool, `SELECT next_offset FROM kafka_positions WHERE consumer_group = $1 AND topic = $2 AND partition = $3`, group, topic, records[0].Partition)
 	if want := int(records[5].Offset + 1); next != want {
 		t.Errorf("the row at %d after the stale batch, want %d, where the new owner left it", next, want)
+	}
+}
+
+// Two members reading one partition at once (one the group dropped, the
+// other the partition's new owner): the first locks the row, and the
+// second waits at the lock until the first commits, then finds the row
+// moved (TestKafkaPositionStaleBatchCommitsNothing). This kills the mutant
+// that reads the rows without FOR UPDATE (KafkaPositionsLock): the second
+// is then handed its batch while the first's transaction is still open,
+// and both apply it. The row exists beforehand, so creating it does not
+// make the second wait. Only the wait is asserted: with the lock and
+// without the stale check the second waits too, and that mutant is the
+// other test's.
+func TestKafkaPositionSecondReaderWaitsForTheFirst(t *testing.T) {
+	t.Parallel()
+	pool, _ := pgtest.NewDatabase(t)
+	topic, cl, records := kafkaRecordsOfOneOrder(t, 3)
+	group := broker.KafkaGroup(topic, "g")
+	exec(t, pool, `INSERT INTO kafka_positions (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, $4)`,
+		group, topic, records[0].Partition, records[0].Offset)
+	var secondHanded atomic.Bool
+	second := make(chan error, 1)
+	var overlapped, waited bool
+	_, err := broker.KafkaPositionsApply(t.Context(), pool, group, topic, cl, records, func(msgs []*message.Message) int {
+		go func() { // the second member, while the first holds its batch
+			_, err := broker.KafkaPositionsApply(t.Context(), pool, group, topic, cl, records, func(msgs []*message.Message) int {
+				secondHanded.Store(true)
+				return len(msgs)
+			})
+			second <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !overlapped && !waited; time.Sleep(10 * time.Millisecond) {
+			waited = count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+			overlapped = secondHanded.Load() // read after: a second handed its batch may wait later, at the move
+		}
+		return len(msgs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case overlapped:
+		t.Error("the second member was handed the batch while the first's transaction was open: the row was read without its lock")
+	case !waited:
+		t.Error("the second member did not wait for the first's lock within 10s")
 	}
 }
 
