@@ -2,7 +2,9 @@ package broker_test
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +13,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
@@ -123,6 +127,86 @@ func TestKafkaPositionWithEffectsSeeksOnAssignment(t *testing.T) {
 	}, func(err error) { t.Logf("read failed: %v", err) })
 	if handed != 0 {
 		t.Errorf("%d record(s) handed out past the kept positions, want 0", handed)
+	}
+}
+
+// A member that joins asks the cluster for each partition from its row,
+// never from below it. This kills the mutant that drops the seek on
+// assignment (seekOnAssign, given to the member's client in
+// kafkaBatchSource.Loop). What is handed out cannot show it: a member
+// without the seek starts from the group's committed offset (here none:
+// the earliest), polls a batch behind the row, finds it stale and is
+// rewound to the row, so it hands out the same records, and
+// TestKafkaPositionWithEffectsSeeksOnAssignment passes. Its fetches show
+// it: the in-process cluster records the lowest offset each partition was
+// fetched from.
+func TestKafkaPositionMemberFetchesFromTheRows(t *testing.T) {
+	t.Parallel()
+	const group = "g"
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var mu sync.Mutex
+	lowest := map[int32]int64{} // the topic's only: the cluster is the test's
+	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, topic := range req.(*kmsg.FetchRequest).Topics {
+			for _, p := range topic.Partitions {
+				if o, seen := lowest[p.Partition]; !seen || p.FetchOffset < o {
+					lowest[p.Partition] = p.FetchOffset
+				}
+			}
+		}
+		return nil, nil, false // answered as usual
+	})
+	pool, _ := pgtest.NewDatabase(t)
+	brokers := c.ListenAddrs()
+	bb := kafkaSetup(t, brokers, "")
+	bb.provision(t, group)
+	bb.publish(t, 12) // applied, as the rows say: every partition's end
+	ends, err := kafkaAdmin(t, brokers).ListEndOffsets(t.Context(), bb.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		rows[o.Partition] = o.Offset
+		exec(t, pool, `INSERT INTO kafka_positions (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, $4)`,
+			broker.KafkaGroup(bb.topic, group), bb.topic, o.Partition, o.Offset)
+	})
+	want := map[string]bool{}
+	for _, m := range bb.publish(t, 12) {
+		want[m.UUID] = true
+	}
+
+	src, err := bb.b.BatchReaderWithEffects(pool, bb.topic, group, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got := map[string]bool{}
+	src.Loop(ctx, 0, 10*time.Millisecond, func(msgs []*message.Message) int {
+		for _, m := range msgs {
+			got[m.UUID] = true
+		}
+		if len(got) >= len(want) {
+			cancel()
+		}
+		return len(msgs)
+	}, func(err error) { t.Logf("read failed: %v", err) })
+	if !maps.Equal(got, want) {
+		t.Errorf("handed out %d record(s), want the %d published after the rows", len(got), len(want))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, row := range rows {
+		if o, fetched := lowest[p]; fetched && o < row {
+			t.Errorf("partition %d fetched from offset %d, below its row at %d", p, o, row)
+		}
 	}
 }
 
