@@ -63,20 +63,21 @@ type subcommand struct {
 
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
-		"migrate":   {"apply the schema to DATABASE_URL (safe to run twice)", runMigrate},
-		"api":       {"serve the HTTP API on HTTP_ADDR", runAPI},
-		"worker":    {"run the outbox relay and the consumers (order_paid, order_confirmed and the refunds)", runWorker},
-		"fakes":     {"serve the fake payment gateway and notification provider on FAKES_ADDR", runFakes},
-		"demo":      {"walk one order through a running `orderpaid all` and show each guard answer", runDemo},
-		"all":       {"api + worker + fakes in one process: the no-Docker demo", runAll},
-		"backfill":  {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
-		"reprocess": {"replay one order, one message or the poison queue through the same guards", runReprocess},
-		"scenario":  {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
-		"reconcile": {"hold every order against the providers' records and settle what is safe (a lost charge answer, a missed refund, a missing e-mail)", runReconcile},
-		"retention": {"remove old inbox and execution log rows, and relayed or consumed messages (safe to run twice, and concurrently)", runRetention},
-		"bench":     {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
-		"soak":      {"pay many orders while killing and restarting processes, then check every invariant", runSoak},
-		"doctor":    {"check this machine's setup (Go, PostgreSQL, the broker, free ports) and say what to fix", runDoctor},
+		"migrate":     {"apply the schema to DATABASE_URL (safe to run twice)", runMigrate},
+		"api":         {"serve the HTTP API on HTTP_ADDR", runAPI},
+		"worker":      {"run the outbox relay and the consumers (order_paid, order_confirmed and the refunds)", runWorker},
+		"fakes":       {"serve the fake payment gateway and notification provider on FAKES_ADDR", runFakes},
+		"demo":        {"walk one order through a running `orderpaid all` and show each guard answer", runDemo},
+		"all":         {"api + worker + fakes in one process: the no-Docker demo", runAll},
+		"backfill":    {"re-emit order_paid for paid orders in a time range (safe to run twice)", runBackfill},
+		"reprocess":   {"replay one order, one message or the poison queue through the same guards", runReprocess},
+		"scenario":    {"list or run the duplication scenarios (scenario list | scenario run NAME | scenario run all)", runScenario},
+		"reconcile":   {"hold every order against the providers' records and settle what is safe (a lost charge answer, a missed refund, a missing e-mail)", runReconcile},
+		"retention":   {"remove old inbox and execution log rows, and relayed or consumed messages (safe to run twice, and concurrently)", runRetention},
+		"bench":       {"measure the pipeline with real processes against its ceiling (see docs/performance.md)", runBench},
+		"soak":        {"pay many orders while killing and restarting processes, then check every invariant", runSoak},
+		"crashmatrix": {"crash the flow at every boundary a process can die at, recover, and check each effect once (see docs/crash-matrix.md)", runCrashMatrix},
+		"doctor":      {"check this machine's setup (Go, PostgreSQL, the broker, free ports) and say what to fix", runDoctor},
 	}
 }
 

@@ -62,9 +62,15 @@ func serve(e env, name string, p process) (err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// The fakes have no guards and no fault points: there these flags would
 	// be accepted and mean nothing, so they are not defined.
-	var faultSpec, withoutList string
+	var faultSpec, withoutList, crashAt, boundaryLog string
 	var dedupe, abandonBacklog bool
+	var lease time.Duration
+	if p.api {
+		fs.DurationVar(&lease, "lease", 0, "hold an Idempotency-Key and a charge attempt this long before another request may take it over (default "+payment.DefaultLockTimeout.String()+"); the crash matrix shortens it (needs "+config.DevVariable+"=1)")
+	}
 	if p.api || p.worker {
+		fs.StringVar(&crashAt, "crash-at", "", "die at one boundary, process/flow/span#n[:before|after], as the crash matrix lists them (tests and the crash matrix only: needs "+config.DevVariable+"=1)")
+		fs.StringVar(&boundaryLog, "boundaries", "", "append every boundary this process meets to `file`, one per line (the crash matrix's clean run; needs "+config.DevVariable+"=1)")
 		fs.StringVar(&faultSpec, "faults", "", "arm fault points, comma-separated name=error|crash|pause[:count] (pause: hold the step "+fault.PauseFor.String()+", then go on): "+strings.Join(faultPoints(), ", ")+" (tests and scenarios only: needs "+config.DevVariable+"=1)")
 		fs.StringVar(&withoutList, "without", "", "switch guards off to watch the damage, comma-separated: "+strings.Join(switches.Names(), ", ")+" (workshop only: needs "+config.DevVariable+"=1)")
 	}
@@ -79,14 +85,22 @@ func serve(e env, name string, p process) (err error) {
 	if err != nil {
 		return err
 	}
-	tel, logger, flushTelemetry, err := startTelemetry(e, name, cfg.ShutdownTimeout, logger)
+	// `all` (and `demo`, which runs it) is a dev run without ORDERPAID_DEV:
+	// it accepts the lab's levers and the documented dev webhook secret.
+	devRun := name == "all" || cfg.Dev
+	if lease != 0 && !devRun {
+		return usageError{fmt.Errorf("%s: --lease: a lab lever, refused in a production process: set %s=1", name, config.DevVariable)}
+	}
+	watch, closeWatch, err := watchBoundaries(name, devRun, crashAt, boundaryLog)
+	if err != nil {
+		return err
+	}
+	defer closeWatch()
+	tel, logger, flushTelemetry, err := startTelemetry(e, name, cfg.ShutdownTimeout, logger, watch...)
 	if err != nil {
 		return err
 	}
 	defer flushTelemetry()
-	// `all` (and `demo`, which runs it) is a dev run without ORDERPAID_DEV:
-	// it accepts the lab's levers and the documented dev webhook secret.
-	devRun := name == "all" || cfg.Dev
 	if devRun {
 		cfg = cfg.ForDevRun() // the API on loopback unless HTTP_ADDR says otherwise
 	}
@@ -182,7 +196,7 @@ func serve(e env, name string, p process) (err error) {
 		api := httpapi.NewServer(httpapi.Deps{
 			Pool:     pool,
 			Ingestor: switches.Ingestor(webhook.NewIngestor(pool, secret).WithMetrics(tel.Metrics), lv.guards),
-			Payments: switches.Payments(payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), payment.Config{}).WithFaults(lv.faults), lv.guards),
+			Payments: switches.Payments(payment.NewService(pool, payment.NewGatewayClient(cfg.FakesURL, tel.HTTPClient(10*time.Second)), payment.Config{LockTimeout: lease}).WithFaults(lv.faults), lv.guards),
 			Ready: map[string]func(context.Context) error{
 				"database": pool.Ping,
 				"broker":   b.Ping,

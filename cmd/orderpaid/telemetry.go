@@ -3,14 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
@@ -18,8 +23,8 @@ import (
 // unless an exporter is configured; metrics always kept for /metrics) and
 // wraps logger so that every line written inside a span carries trace_id and
 // span_id. flush sends the spans still buffered; serve defers it.
-func startTelemetry(e env, name string, timeout time.Duration, logger *slog.Logger) (tel *telemetry.Telemetry, wrapped *slog.Logger, flush func(), err error) {
-	tel, err = telemetry.Setup(e.ctx, e.getenv, "orderpaid-"+name)
+func startTelemetry(e env, name string, timeout time.Duration, logger *slog.Logger, watch ...sdktrace.SpanProcessor) (tel *telemetry.Telemetry, wrapped *slog.Logger, flush func(), err error) {
+	tel, err = telemetry.Setup(e.ctx, e.getenv, "orderpaid-"+name, watch...)
 	if err != nil {
 		return nil, nil, nil, usageError{fmt.Errorf("configuration: %w", err)}
 	}
@@ -78,4 +83,34 @@ func serveProfiler(ctx context.Context, g *errgroup.Group, e env, cfg config.Con
 	serveHTTPWith(ctx, g, "profiler", ln, newHTTPServer(mux, timeouts), cfg.ShutdownTimeout, logger)
 	fmt.Fprintf(e.stdout, "profiler listening on http://%s/debug/pprof/\n", ln.Addr())
 	return nil
+}
+
+// watchBoundaries returns the crash matrix's span processor for --crash-at
+// and --boundaries (fault.Boundaries), or none. Both are lab levers: a
+// production process refuses them.
+func watchBoundaries(name string, devRun bool, crashAt, logPath string) (_ []sdktrace.SpanProcessor, closeLog func(), err error) {
+	closeLog = func() {}
+	if crashAt == "" && logPath == "" {
+		return nil, closeLog, nil
+	}
+	if !devRun {
+		return nil, closeLog, usageError{fmt.Errorf("%s: --crash-at, --boundaries: lab levers, refused in a production process: "+
+			"for a test or the crash matrix set %s=1", name, config.DevVariable)}
+	}
+	var record io.Writer
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, closeLog, usageError{fmt.Errorf("%s: --boundaries: %w", name, err)}
+		}
+		record, closeLog = f, func() { f.Close() }
+	}
+	b := fault.NewBoundaries(name, record)
+	if crashAt != "" {
+		if err := b.CrashAt(crashAt, crashNow); err != nil {
+			closeLog()
+			return nil, func() {}, usageError{fmt.Errorf("%s: --crash-at: %w", name, err)}
+		}
+	}
+	return []sdktrace.SpanProcessor{b}, closeLog, nil
 }

@@ -116,6 +116,29 @@ func newDeliverer(cfg GatewayConfig) *deliverer {
 	return d
 }
 
+// startAfter delivers events one after the other, the first after delay
+// (none: at once, as start).
+func (d *deliverer) startAfter(delay time.Duration, events []Event) {
+	if delay <= 0 {
+		d.start(events, false)
+		return
+	}
+	if !d.reserve(1) {
+		return
+	}
+	go func() {
+		defer d.finish()
+		select {
+		case <-time.After(delay):
+		case <-d.stop.Done():
+			return
+		}
+		for _, ev := range events {
+			d.deliver(ev)
+		}
+	}()
+}
+
 // start delivers events in the background: one after the other, or, when
 // concurrent, each in its own goroutine, all released at the same moment.
 // It does nothing without a webhook URL or after close.

@@ -114,13 +114,14 @@ func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, re
 }
 
 // emit delivers ev in the background, 1+DuplicateWebhooks times one after
-// the other: duplicates repeat the same event id. The caller holds g.mu.
+// the other (duplicates repeat the same event id), after WebhookDelayMS.
+// The caller holds g.mu.
 func (g *Gateway) emit(ev Event) {
 	events := make([]Event, 1+g.control.DuplicateWebhooks)
 	for i := range events {
 		events[i] = ev
 	}
-	g.delivery.start(events, false)
+	g.delivery.startAfter(time.Duration(g.control.WebhookDelayMS)*time.Millisecond, events)
 }
 
 // ForgetKeys forgets every Idempotency-Key the gateway has seen, charges and

@@ -182,6 +182,11 @@ func atLeast(m Metric, n int) Check { return Check{Metric: m, Min: int64(n), Max
 // once expects every effect of n paid orders exactly n times: one charge,
 // one transition, one commission, one confirmation enqueued and delivered,
 // one e-mail per order. extra checks replace those on the same metric.
+// Once is the checks of n orders whose every effect happened once: n
+// charges, orders paid, commissions, confirmations written and delivered,
+// e-mails. The crash matrix holds every cell to it.
+func Once(n int) []Check { return once(n) }
+
 func once(n int, extra ...Check) []Check {
 	base := []Check{
 		eq(Charges, n), eq(Paid, n), eq(Commission, n),
@@ -204,6 +209,9 @@ func with(checks []Check, extra ...Check) []Check {
 	}
 	return append(out, extra...)
 }
+
+// Failed returns the checks that c does not satisfy, in words.
+func (e Expect) Failed(c Counts) []string { return e.failed(c) }
 
 // failed returns the checks that c does not satisfy, in words.
 func (e Expect) failed(c Counts) []string {

@@ -132,6 +132,17 @@ func (s *Stage) ForgetGatewayKeys(ctx context.Context) error {
 	return err
 }
 
+// ForgetProviderKeys makes the fake notification provider forget every
+// Idempotency-Key it has seen (the e-mails stay sent).
+func (s *Stage) ForgetProviderKeys(ctx context.Context) error {
+	status, err := s.call(ctx, "POST", s.FakesURL()+"/control/notifications/forget-keys", nil, nil, nil)
+	if err == nil && status != http.StatusOK {
+		err = errors.New("POST /control/notifications/forget-keys: status " + fmt.Sprint(status))
+	}
+	s.Logf("the notification provider forgot its idempotency keys")
+	return err
+}
+
 // waitRefundSettled waits until the refund has run its course: made and
 // its notice sent, or its request in the poison queue.
 func (s *Stage) waitRefundSettled(ctx context.Context) error {

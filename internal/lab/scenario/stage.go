@@ -198,6 +198,12 @@ func (s *Stage) StartAPI(ctx context.Context) error {
 	return err
 }
 
+// StartAPIWith starts one more `orderpaid api` with the stage's --without
+// and args (--crash-at, --lease), and waits until it listens.
+func (s *Stage) StartAPIWith(ctx context.Context, args ...string) (*childproc.Proc, error) {
+	return s.start(ctx, "api", nil, "api listening on ", append(s.guardArgs("api"), args...))
+}
+
 // StartWorker starts one more `orderpaid worker` (with the stage's --without
 // and args), with env overriding the stage's environment, and waits until
 // its consumers run.

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/lab/crashmatrix"
+	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
+	"github.com/orderpaid/orderpaid/internal/lab/switches"
+	"github.com/orderpaid/orderpaid/internal/platform/config"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
+)
+
+// runCrashMatrix is `orderpaid crashmatrix`: a clean run lists every
+// boundary, then each is crashed at, recovered from and checked
+// (internal/lab/crashmatrix).
+func runCrashMatrix(e env) error {
+	fs := flag.NewFlagSet("crashmatrix", flag.ContinueOnError)
+	flow := fs.String("flow", "all", "the flow to crash: all, or one of "+strings.Join(crashmatrix.FlowNames, ", "))
+	brokerName := fs.String("broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
+	batch := fs.Int("batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
+	without := fs.String("without", "", "switch one guard off and show where its damage appears: "+strings.Join(switches.Names(), ", "))
+	only := fs.String("only", "", "run one cell, BOUNDARY:before|after, as the table's replay lines print it")
+	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
+	late := fs.Bool("late-webhook", false, "the payment's webhook arrives "+crashmatrix.WebhookDelay.String()+" after the charge, after the client's retries")
+	list := fs.Bool("list", false, "print the boundaries the clean run met and stop")
+	asJSON := fs.Bool("json", false, "print one JSON object per cell instead of the table")
+	parallel := fs.Int("parallel", 2, "cells run at once (each has its own database and ports)")
+	keep := fs.Bool("keep", false, "keep every cell's database and logs (always kept for a failed one)")
+	bin := fs.String("bin", "", "the orderpaid binary to start as child processes (default: this one)")
+	if err := parseFlags(fs, e, "[flags]"); err != nil {
+		return helpOK(err)
+	}
+	if *flow != "all" && !slices.Contains(crashmatrix.FlowNames, *flow) {
+		return usageError{fmt.Errorf("crashmatrix: --flow %q: want all or one of %s", *flow, strings.Join(crashmatrix.FlowNames, ", "))}
+	}
+	if *without != "" && !slices.Contains(switches.Names(), *without) {
+		return usageError{fmt.Errorf("crashmatrix: --without %q: want one of %s", *without, strings.Join(switches.Names(), ", "))}
+	}
+	if *batch < 1 || *parallel < 1 || *parallel > 16 {
+		return usageError{errors.New("crashmatrix: --batch must be at least 1 and --parallel 1 to 16")}
+	}
+	var onlyCell *crashmatrix.Cell
+	if *only != "" {
+		i := strings.LastIndex(*only, ":")
+		if i < 0 || (fault.When((*only)[i+1:]) != fault.Before && fault.When((*only)[i+1:]) != fault.After) {
+			return usageError{fmt.Errorf("crashmatrix: --only %q: want BOUNDARY:before or BOUNDARY:after", *only)}
+		}
+		onlyCell = &crashmatrix.Cell{Boundary: (*only)[:i], Side: fault.When((*only)[i+1:])}
+	}
+	cfg, _, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	runCfg, err := scenarioConfig(e, cfg, *brokerName, *bin, *keep, *parallel)
+	if err != nil {
+		return err
+	}
+	flags := ""
+	if runCfg.Broker != config.BrokerPostgres {
+		flags += " --broker " + runCfg.Broker
+	}
+	if *batch > 1 {
+		runCfg.Env["CONSUMER_BATCH_SIZE"] = strconv.Itoa(*batch)
+		flags += " --batch " + strconv.Itoa(*batch)
+	}
+	if runCfg.Broker == config.BrokerKafka && runCfg.Env["KAFKA_BROKERS"] == "" {
+		cluster, err := kafkalab.Start()
+		if err != nil {
+			return err
+		}
+		defer cluster.Close()
+		runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
+	}
+
+	start := time.Now()
+	var cells []crashmatrix.Cell
+	if onlyCell != nil {
+		cells = []crashmatrix.Cell{*onlyCell}
+	} else {
+		fmt.Fprintln(e.stderr, "crashmatrix: the clean run, to list every boundary the flow meets")
+		all, err := crashmatrix.Discover(e.ctx, runCfg)
+		if err != nil {
+			return err
+		}
+		var flows []string
+		if *flow != "all" {
+			flows = []string{*flow}
+		}
+		boundaries := crashmatrix.Select(all, flows...)
+		if *list {
+			for _, b := range boundaries {
+				fmt.Fprintln(e.stdout, b)
+			}
+			return nil
+		}
+		cells = crashmatrix.Cells(boundaries)
+		fmt.Fprintf(e.stderr, "crashmatrix: %d boundaries, %d cells, %d at a time\n", len(boundaries), len(cells), runCfg.Parallel)
+	}
+	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late}
+	flags += providers.Flags()
+	outcomes := crashmatrix.Run(e.ctx, runCfg, cells, *without, providers)
+	if *asJSON {
+		err = crashmatrix.WriteJSON(e.stdout, outcomes)
+	} else {
+		err = crashmatrix.WriteTable(e.stdout, outcomes, flags)
+	}
+	if err != nil {
+		return err
+	}
+	summary := crashmatrix.Summary(outcomes, time.Since(start))
+	fmt.Fprintln(e.stdout, "\n"+summary)
+	if *without != "" {
+		return nil // a guard off is expected to break cells: the table is the answer
+	}
+	for _, o := range outcomes {
+		if !o.Held {
+			return fmt.Errorf("crashmatrix: %s", summary)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+// Package crashmatrix crashes the flow at every place a process can die and
+// checks, after recovery, that each effect happened once.
+//
+// The places are not named by hand. A clean run records every boundary the
+// api and the worker meet (fault.Boundaries: each SQL statement by its sqlc
+// name, BEGIN and COMMIT, each provider call, the end of each delivery or
+// request). Then, for each boundary and each side of it (before it is sent;
+// after its answer came back), a cell runs the same payment in a world of
+// its own, with that process told to die there (--crash-at). The dead
+// process is restarted, the broker redelivers, the relay republishes, the
+// client retries with its key and then with a new one, as in production;
+// once everything is quiet the cell reads the truth (the fake gateway's
+// charges, the fake provider's e-mails, the tables) and holds it to one
+// charge, one paid order, one commission, one confirmation and one e-mail.
+//
+// A cell is a scenario (internal/lab/scenario) built for its boundary, so
+// it runs on the same stage, in parallel, on any broker.
+package crashmatrix
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/lab/childproc"
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
+)
+
+// Flows maps each flow the matrix covers to the works it is made of, as
+// fault.Boundaries names them (process/work).
+var Flows = map[string][]string{
+	"payment":         {"api/orders_payments"},
+	"webhook":         {"api/webhooks_payments"},
+	"order_paid":      {"worker/order_paid"},
+	"relay":           {"worker/relay_order_paid", "worker/relay_order_confirmed"},
+	"order_confirmed": {"worker/order_confirmed"},
+}
+
+// FlowNames lists Flows' keys in the order of the story.
+var FlowNames = []string{"payment", "webhook", "relay", "order_paid", "order_confirmed"}
+
+// Lease is the api's --lease in every cell: a request killed while it holds
+// a key or a charge attempt blocks the client's retry this long (30s in
+// production), so the matrix shortens it.
+const Lease = 2 * time.Second
+
+// Cell is one crash: a boundary and the side of it the process dies on.
+type Cell struct {
+	Boundary string
+	Side     fault.When
+}
+
+// Providers is how the outside world behaves around the crash, where that
+// changes the outcome. The zero value: providers that remember their keys,
+// a webhook on time.
+type Providers struct {
+	// Forget: the gateway and the notification provider forget their
+	// idempotency keys once the process has died (real ones do after about
+	// a day), so a call re-sent under its key is a new call.
+	Forget bool
+	// LateWebhook: the payment's webhook arrives WebhookDelay after the
+	// charge, after the client's retries.
+	LateWebhook bool
+}
+
+// WebhookDelay is how late a late webhook is.
+const WebhookDelay = 8 * time.Second
+
+func (p Providers) String() string {
+	keys, webhook := "remember their keys", "webhook on time"
+	if p.Forget {
+		keys = "forget their keys"
+	}
+	if p.LateWebhook {
+		webhook = "webhook late"
+	}
+	return "providers " + keys + ", " + webhook
+}
+
+// Flags is p as crashmatrix flags ("" for the zero value).
+func (p Providers) Flags() string {
+	var f string
+	if p.Forget {
+		f += " --forget-keys"
+	}
+	if p.LateWebhook {
+		f += " --late-webhook"
+	}
+	return f
+}
+
+func (c Cell) String() string { return c.Boundary + ":" + string(c.Side) }
+
+// Process is "api" or "worker": the process that dies.
+func (c Cell) Process() string { p, _, _ := strings.Cut(c.Boundary, "/"); return p }
+
+// Flow is the flow of Flows the boundary belongs to.
+func (c Cell) Flow() string { return flowOf(c.Boundary) }
+
+func flowOf(boundary string) string {
+	for name, works := range Flows {
+		for _, w := range works {
+			if strings.HasPrefix(boundary, w+"/") {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// Cells returns the cells of boundaries: before and after each statement or
+// call; at a work's end ("end#1", the handler returned, the ack or the
+// answer next) only before.
+func Cells(boundaries []string) []Cell {
+	var cells []Cell
+	for _, b := range boundaries {
+		cells = append(cells, Cell{b, fault.Before})
+		if !strings.HasSuffix(b, "/end#1") {
+			cells = append(cells, Cell{b, fault.After})
+		}
+	}
+	return cells
+}
+
+// Select keeps the boundaries of the flows named (all when empty).
+func Select(boundaries []string, flows ...string) []string {
+	var out []string
+	for _, b := range boundaries {
+		if f := flowOf(b); f != "" && (len(flows) == 0 || slices.Contains(flows, f)) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Discover runs the payment once with nothing crashing and returns every
+// boundary its processes met, in the order first met (api first).
+func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
+	dir, err := os.MkdirTemp(cfg.LogDir, "orderpaid-boundaries-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	logs := map[string]string{"api": filepath.Join(dir, "api"), "worker": filepath.Join(dir, "worker")}
+	clean := &scenario.Scenario{
+		Name:      "crashmatrix-clean-run",
+		Summary:   "the payment once, every boundary recorded",
+		Protected: scenario.Expect{Checks: Checks()},
+		Run: func(ctx context.Context, s *scenario.Stage) error {
+			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{})
+		},
+	}
+	cfg.Parallel = 1
+	r := scenario.RunOne(ctx, cfg, scenario.Case{Scenario: clean})
+	if !r.OK() {
+		return nil, fmt.Errorf("the clean run failed: %s", r.Verdict())
+	}
+	var all []string
+	for _, p := range []string{logs["api"], logs["worker"]} {
+		names, err := readLines(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if !slices.Contains(all, n) {
+				all = append(all, n)
+			}
+		}
+	}
+	return all, nil
+}
+
+func readLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the boundaries met: %w", err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, sc.Err()
+}
+
+// slug names the cell's database and log directory: at most 34 characters
+// of [a-z0-9-] ("cm-order-paid-ordermarkpaid-1-a").
+func (c Cell) slug() string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(c.Boundary, "api/"), "worker/")) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else if s := b.String(); s != "" && !strings.HasSuffix(s, "-") {
+			b.WriteByte('-')
+		}
+	}
+	s := b.String()
+	if len(s) > 29 {
+		s = s[len(s)-29:]
+	}
+	return "cm-" + strings.Trim(s, "-") + "-" + string(c.Side[0])
+}
+
+// Scenario is the cell as a scenario: the payment with the cell's process
+// dying at its boundary, recovered, and held to each effect once.
+func (c Cell) Scenario(without string, p Providers) *scenario.Scenario {
+	sc := &scenario.Scenario{
+		Name:      c.slug(),
+		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + "; " + p.String(),
+		Repeated:  "recovery from a crash " + string(c.Side) + " " + c.Boundary,
+		Protected: scenario.Expect{Checks: Checks()},
+		Run: func(ctx context.Context, s *scenario.Stage) error {
+			crash := []string{"--crash-at", c.String()}
+			if c.Process() == "api" {
+				return pay(ctx, s, crash, nil, &c, p)
+			}
+			return pay(ctx, s, nil, crash, &c, p)
+		},
+	}
+	if without != "" {
+		// With a guard off the cell records what happened; Damage reads it.
+		sc.Without = map[string]scenario.Expect{without: {Note: "guard off"}}
+	}
+	return sc
+}
+
+// pay is the flow every cell runs: fakes, an api and a worker (each with
+// its extra arguments), one order paid with a key; then, if cell is set,
+// the dead process restarted and the client retrying as a real one would,
+// with the providers behaving as p says.
+func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, cell *Cell, p Providers) error {
+	if err := s.StartFakes(ctx); err != nil {
+		return err
+	}
+	if p.LateWebhook {
+		if err := s.GatewayControl(ctx, map[string]int{"webhook_delay_ms": int(WebhookDelay.Milliseconds())}); err != nil {
+			return err
+		}
+	}
+	api, err := s.StartAPIWith(ctx, append([]string{"--lease", Lease.String()}, apiArgs...)...)
+	if err != nil {
+		return err
+	}
+	worker, err := s.StartWorker(ctx, nil, workerArgs...)
+	if err != nil {
+		return err
+	}
+	if err := s.SetStock(ctx, SKU, 10); err != nil {
+		return err
+	}
+	id, err := s.NewOrder(ctx, map[string]any{"sku": SKU, "quantity": 1})
+	if err != nil {
+		return err
+	}
+	key := "pay-" + id.String()
+	status, err := s.Pay(ctx, id, key, 10*time.Second)
+	s.Logf("payment: status %d, err %v", status, err)
+	if cell == nil {
+		if err == nil && status != http.StatusCreated && status != http.StatusAccepted {
+			err = fmt.Errorf("the clean payment answered %d, want 201", status)
+		}
+		return err
+	}
+	dead := worker
+	if cell.Process() == "api" {
+		dead = api
+	}
+	if err := waitDied(ctx, dead, *cell); err != nil {
+		return err
+	}
+	if p.Forget {
+		if err := s.ForgetGatewayKeys(ctx); err != nil {
+			return err
+		}
+		if err := s.ForgetProviderKeys(ctx); err != nil {
+			return err
+		}
+	}
+	if cell.Process() == "api" {
+		_, err = s.StartAPIWith(ctx, "--lease", Lease.String())
+	} else {
+		_, err = s.StartWorker(ctx, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return retry(ctx, s, id, key)
+}
+
+// waitDied waits for p to die at the cell's boundary: exit 137, as a
+// SIGKILL. A process that does not die never met the boundary: the cell
+// then proves nothing, which is an error.
+func waitDied(ctx context.Context, p *childproc.Proc, c Cell) error {
+	if err := p.WaitExit(ctx, 20*time.Second); err != nil {
+		return fmt.Errorf("the %s never reached %s (it did not die within 20s): %w", c.Process(), c, err)
+	}
+	if code := p.ExitCode(); code != 137 {
+		return fmt.Errorf("the %s exited with %d, want 137 (killed at %s); see %s", c.Process(), code, c, p.LogPath())
+	}
+	return nil
+}
+
+// retry is the client after a crash: it pays again with the same key until
+// it has an answer (a 409 while the key or the outcome is being settled
+// means wait), then once more with a new key, as a client that lost track.
+func retry(ctx context.Context, s *scenario.Stage, uid uuid.UUID, key string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, title, err := s.PayTitle(ctx, uid, key, 10*time.Second)
+		s.Logf("retry with the same key: %d %s (err %v)", status, title, err)
+		if err == nil && (status == http.StatusOK || status == http.StatusCreated || strings.Contains(strings.ToLower(title), "already paid")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the payment's retries got no answer within 30s: last %d %s (%v)", status, title, err)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	status, title, err := s.PayTitle(ctx, uid, key+"-new", 10*time.Second)
+	s.Logf("retry with a new key: %d %s (err %v)", status, title, err)
+	if err != nil {
+		return fmt.Errorf("the retry with a new key got no answer: %w", err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SKU is the item of every cell's order: one unit of it, out of 10.
+const SKU = "sku-crash"
+
+// Checks are what every cell is held to: one charge, one order paid, one
+// commission, one confirmation written and delivered, one e-mail, and the
+// item taken out of stock once.
+func Checks() []scenario.Check {
+	return append(scenario.Once(1), scenario.Check{Metric: scenario.StockReserved, Min: 1, Max: 1})
+}
+
+// Damage is what a cell's counts show beyond each effect once, in words
+// ("charges=2 (want 1)"); none when the cell held.
+func Damage(r scenario.Result) []string {
+	if r.Err != nil {
+		return []string{firstLine(r.Err.Error())}
+	}
+	return scenario.Expect{Checks: Checks()}.Failed(r.Counts)
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

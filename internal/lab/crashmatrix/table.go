@@ -1,0 +1,155 @@
+package crashmatrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
+)
+
+// Outcome is one cell's result.
+type Outcome struct {
+	Cell    Cell
+	Without string
+	// Held: every effect once after recovery. Damage says otherwise, in
+	// words ("charges=2 (want 1)", or why the cell could not run).
+	Held    bool
+	Damage  []string
+	Counts  scenario.Counts
+	Elapsed time.Duration
+	LogDir  string
+}
+
+// Run runs cells (with guard without off, "" for none), cfg.Parallel at a
+// time, and returns their outcomes in order. cfg.Progress gets a line per
+// cell ended, with the elapsed time and an estimate of what is left.
+func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string, p Providers) []Outcome {
+	cases := make([]scenario.Case, len(cells))
+	for i, c := range cells {
+		cases[i] = scenario.Case{Scenario: c.Scenario(without, p), Without: without}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress = &progress{w: cfg.Progress, start: time.Now()}
+	}
+	results := scenario.Run(ctx, cfg, cases)
+	out := make([]Outcome, len(cells))
+	for i, r := range results {
+		d := Damage(r)
+		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Counts: r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
+	}
+	return out
+}
+
+// progress adds the elapsed time and an estimate of the time left to the
+// runner's "[n/N] cell: verdict (1.2s)" lines.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+var doneLine = regexp.MustCompile(`^\[(\d+)/(\d+)\] .*\(\d+\.\ds\)`)
+
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := strings.TrimRight(string(b), "\n")
+	if m := doneLine.FindStringSubmatch(line); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		total, _ := strconv.Atoi(m[2])
+		elapsed := time.Since(p.start)
+		left := time.Duration(float64(elapsed) / float64(n) * float64(total-n))
+		line += fmt.Sprintf(" [elapsed %s, about %s left]", elapsed.Round(time.Second), left.Round(time.Second))
+	}
+	_, err := fmt.Fprintln(p.w, line)
+	return len(b), err
+}
+
+// WriteTable prints one row per boundary, a column per side: "held", or the
+// damage. Below it, the command that replays each failing cell alone, with
+// flags (the broker and mode the matrix ran on, "--broker amqp").
+func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
+	type row struct {
+		flow, boundary string
+		sides          map[fault.When]string
+	}
+	var rows []*row
+	index := map[string]*row{}
+	var replay []string
+	for _, o := range outcomes {
+		r := index[o.Cell.Boundary]
+		if r == nil {
+			r = &row{flow: o.Cell.Flow(), boundary: o.Cell.Boundary, sides: map[fault.When]string{}}
+			index[o.Cell.Boundary] = r
+			rows = append(rows, r)
+		}
+		r.sides[o.Cell.Side] = "held"
+		if !o.Held {
+			r.sides[o.Cell.Side] = strings.Join(o.Damage, ", ")
+			replay = append(replay, ReplayCommand(o)+flags)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.flow, r.boundary, r.sides[fault.Before], orDash(r.sides[fault.After]))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range replay {
+		fmt.Fprintln(w, "replay:", c)
+	}
+	return nil
+}
+
+// ReplayCommand is the command line that runs o's cell alone.
+func ReplayCommand(o Outcome) string {
+	cmd := "orderpaid crashmatrix --only '" + o.Cell.String() + "'"
+	if o.Without != "" {
+		cmd += " --without " + o.Without
+	}
+	return cmd
+}
+
+// WriteJSON prints one JSON object per cell.
+func WriteJSON(w io.Writer, outcomes []Outcome) error {
+	enc := json.NewEncoder(w)
+	for _, o := range outcomes {
+		if err := enc.Encode(map[string]any{
+			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "without": o.Without,
+			"held": o.Held, "damage": o.Damage, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summary is the line under the table: cells, held, and the rate.
+func Summary(outcomes []Outcome, wall time.Duration) string {
+	held := 0
+	for _, o := range outcomes {
+		if o.Held {
+			held++
+		}
+	}
+	perMin := float64(len(outcomes)) / wall.Minutes()
+	return fmt.Sprintf("%d cells, %d held, %d not, in %s (%.1f cells a minute)", len(outcomes), held, len(outcomes)-held, wall.Round(time.Second), perMin)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
