@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/lab/crashmatrix"
 	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
+	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
@@ -27,9 +28,11 @@ func runCrashMatrix(e env) error {
 	without := fs.String("without", "", "switch one guard off and show where its damage appears: "+strings.Join(switches.Names(), ", "))
 	only := fs.String("only", "", "run one cell, BOUNDARY:before|after, as the table's replay lines print it")
 	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
-	late := fs.Bool("late-webhook", false, "the payment's webhook arrives "+crashmatrix.WebhookDelay.String()+" after the charge, after the client's retries")
+	late := fs.Bool("late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
 	list := fs.Bool("list", false, "print the boundaries the clean run met and stop")
 	asJSON := fs.Bool("json", false, "print one JSON object per cell instead of the table")
+	markdown := fs.Bool("markdown", false, "print the tables as Markdown, each boundary linked to its line of code (docs/crash-matrix.md is made with it)")
+	everyGuard := fs.Bool("every-guard", false, "then run the matrix again with each guard off, and print the cells where its damage shows; fails if a guard shows none")
 	parallel := fs.Int("parallel", 2, "cells run at once (each has its own database and ports)")
 	keep := fs.Bool("keep", false, "keep every cell's database and logs (always kept for a failed one)")
 	bin := fs.String("bin", "", "the orderpaid binary to start as child processes (default: this one)")
@@ -38,6 +41,9 @@ func runCrashMatrix(e env) error {
 	}
 	if *flow != "all" && !slices.Contains(crashmatrix.FlowNames, *flow) {
 		return usageError{fmt.Errorf("crashmatrix: --flow %q: want all or one of %s", *flow, strings.Join(crashmatrix.FlowNames, ", "))}
+	}
+	if *everyGuard && *without != "" {
+		return usageError{errors.New("crashmatrix: --every-guard already switches each guard off; drop --without")}
 	}
 	if *without != "" && !slices.Contains(switches.Names(), *without) {
 		return usageError{fmt.Errorf("crashmatrix: --without %q: want one of %s", *without, strings.Join(switches.Names(), ", "))}
@@ -105,9 +111,12 @@ func runCrashMatrix(e env) error {
 	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late}
 	flags += providers.Flags()
 	outcomes := crashmatrix.Run(e.ctx, runCfg, cells, *without, providers)
-	if *asJSON {
+	switch {
+	case *asJSON:
 		err = crashmatrix.WriteJSON(e.stdout, outcomes)
-	} else {
+	case *markdown:
+		err = crashmatrix.WriteMarkdown(e.stdout, outcomes, ".")
+	default:
 		err = crashmatrix.WriteTable(e.stdout, outcomes, flags)
 	}
 	if err != nil {
@@ -115,13 +124,38 @@ func runCrashMatrix(e env) error {
 	}
 	summary := crashmatrix.Summary(outcomes, time.Since(start))
 	fmt.Fprintln(e.stdout, "\n"+summary)
-	if *without != "" {
-		return nil // a guard off is expected to break cells: the table is the answer
+	var failed error
+	if *without == "" && slices.ContainsFunc(outcomes, func(o crashmatrix.Outcome) bool { return !o.Held }) {
+		failed = fmt.Errorf("crashmatrix: %s", summary) // a guard off is expected to break cells: its table is the answer
 	}
-	for _, o := range outcomes {
-		if !o.Held {
-			return fmt.Errorf("crashmatrix: %s", summary)
+	if *everyGuard {
+		return errors.Join(failed, crashMatrixGuards(e, runCfg, cells, providers, *markdown))
+	}
+	return failed
+}
+
+// crashMatrixGuards is --every-guard: the cells again with each guard off,
+// and the damage each showed.
+func crashMatrixGuards(e env, runCfg scenario.Config, cells []crashmatrix.Cell, p crashmatrix.Providers, markdown bool) error {
+	start := time.Now()
+	guards := switches.Names()
+	by := crashmatrix.RunGuards(e.ctx, runCfg, cells, guards, p)
+	fmt.Fprintln(e.stdout)
+	if markdown {
+		if err := crashmatrix.WriteDamageMarkdown(e.stdout, by, guards); err != nil {
+			return err
 		}
+	} else {
+		for _, g := range guards {
+			fmt.Fprintf(e.stdout, "\nwithout %s:\n", g)
+			if err := crashmatrix.WriteTable(e.stdout, by[g], " --without "+g+p.Flags()); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(e.stdout, "\n%d guards off, %d cells each, in %s\n", len(guards), len(cells), time.Since(start).Round(time.Second))
+	if none := crashmatrix.Undamaged(by, guards); len(none) > 0 {
+		return fmt.Errorf("crashmatrix: with each guard off, no cell showed the damage of %s: the matrix does not show what it protects", strings.Join(none, ", "))
 	}
 	return nil
 }

@@ -10,6 +10,9 @@ import (
 	"net/url"
 
 	"github.com/google/uuid"
+
+	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // ErrOutcomeUnknown (409, a problem type of its own): an earlier attempt
@@ -79,14 +82,21 @@ func (c *GatewayClient) lookup(ctx context.Context, path string, orderID uuid.UU
 // Failure it prevents: a charge whose answer was lost sent again blind, when
 // the gateway has forgotten its key (keys live about a day; a provider's
 // webhook may be days late) and so charges a second time.
+//
+// Its span answers already_applied when the gateway had charged, and
+// not_applicable when it had not.
 func (s *Service) askFirst(ctx context.Context, c claimed) (resp Response, done bool, err error) {
+	ctx, step := telemetry.StartStep(ctx, nil, effect.Charge, effect.AskFirst)
 	found, err := s.gw.ChargesOf(ctx, c.order.ID)
 	if err != nil {
+		step.Fail(err)
 		return Response{}, true, s.release(context.WithoutCancel(ctx), c, GatewayAnswer{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
 	}
 	if len(found) == 0 {
+		step.End(effect.NotApplicable)
 		return Response{}, false, nil
 	}
+	step.End(effect.AlreadyApplied)
 	// The gateway's word: the order is charged. Recorded as a replayed
 	// answer, so the audit counts the charge once by its id.
 	answer := GatewayAnswer{Status: http.StatusOK, Body: found[0], Replayed: true}

@@ -20,6 +20,7 @@ package crashmatrix
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -67,13 +68,10 @@ type Providers struct {
 	// idempotency keys once the process has died (real ones do after about
 	// a day), so a call re-sent under its key is a new call.
 	Forget bool
-	// LateWebhook: the payment's webhook arrives WebhookDelay after the
-	// charge, after the client's retries.
+	// LateWebhook: the payment's webhook is held by the gateway until the
+	// client's retries have their answers.
 	LateWebhook bool
 }
-
-// WebhookDelay is how late a late webhook is.
-const WebhookDelay = 8 * time.Second
 
 func (p Providers) String() string {
 	keys, webhook := "remember their keys", "webhook on time"
@@ -171,7 +169,7 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 			return nil, err
 		}
 		for _, n := range names {
-			if !slices.Contains(all, n) {
+			if !strings.HasPrefix(n, "@") && !slices.Contains(all, n) {
 				all = append(all, n)
 			}
 		}
@@ -214,19 +212,22 @@ func (c Cell) slug() string {
 }
 
 // Scenario is the cell as a scenario: the payment with the cell's process
-// dying at its boundary, recovered, and held to each effect once.
-func (c Cell) Scenario(without string, p Providers) *scenario.Scenario {
+// dying at its boundary, recovered, and held to each effect once. Every
+// process of the cell records the guards' answers in the file answers
+// (--boundaries; Answers reads them).
+func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Scenario {
 	sc := &scenario.Scenario{
 		Name:      c.slug(),
 		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + "; " + p.String(),
 		Repeated:  "recovery from a crash " + string(c.Side) + " " + c.Boundary,
 		Protected: scenario.Expect{Checks: Checks()},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
-			crash := []string{"--crash-at", c.String()}
+			record := []string{"--boundaries", answers}
+			crash := append([]string{"--crash-at", c.String()}, record...)
 			if c.Process() == "api" {
-				return pay(ctx, s, crash, nil, &c, p)
+				return pay(ctx, s, crash, record, &c, p)
 			}
-			return pay(ctx, s, nil, crash, &c, p)
+			return pay(ctx, s, record, crash, &c, p)
 		},
 	}
 	if without != "" {
@@ -245,7 +246,7 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		return err
 	}
 	if p.LateWebhook {
-		if err := s.GatewayControl(ctx, map[string]int{"webhook_delay_ms": int(WebhookDelay.Milliseconds())}); err != nil {
+		if err := s.HoldWebhooks(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -273,30 +274,83 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		}
 		return err
 	}
-	dead := worker
+	dead, args := worker, workerArgs
 	if cell.Process() == "api" {
-		dead = api
+		dead, args = api, apiArgs
 	}
-	if err := waitDied(ctx, dead, *cell); err != nil {
+	die := func() error { return restart(ctx, s, *cell, dead, args, p) }
+	release := func() error {
+		if !p.LateWebhook {
+			return nil
+		}
+		return s.HoldWebhooks(ctx, false)
+	}
+	if cell.Flow() == "payment" || !p.LateWebhook {
+		// The crash came (or comes on its own) before the client's retries.
+		if err := die(); err != nil {
+			return err
+		}
+		if err := retry(ctx, s, id, key); err != nil {
+			return err
+		}
+		return release()
+	}
+	// A crash after the webhook: the late webhook comes after the client's
+	// retries, and the crash after it.
+	if err := retry(ctx, s, id, key); err != nil {
+		return err
+	}
+	if err := release(); err != nil {
+		return err
+	}
+	return die()
+}
+
+// restart waits for the cell's process to die, makes the providers forget
+// their keys if p says so, and starts the process again (without its
+// --crash-at): the supervisor's restart.
+func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Proc, args []string, p Providers) error {
+	if err := waitDied(ctx, dead, c); err != nil {
 		return err
 	}
 	if p.Forget {
-		if err := s.ForgetGatewayKeys(ctx); err != nil {
-			return err
-		}
-		if err := s.ForgetProviderKeys(ctx); err != nil {
+		if err := errors.Join(s.ForgetGatewayKeys(ctx), s.ForgetProviderKeys(ctx)); err != nil {
 			return err
 		}
 	}
-	if cell.Process() == "api" {
-		_, err = s.StartAPIWith(ctx, "--lease", Lease.String())
+	var err error
+	if c.Process() == "api" {
+		_, err = s.StartAPIWith(ctx, append([]string{"--lease", Lease.String()}, recordArgs(args)...)...)
 	} else {
-		_, err = s.StartWorker(ctx, nil)
+		_, err = s.StartWorker(ctx, nil, recordArgs(args)...)
 	}
-	if err != nil {
-		return err
+	return err
+}
+
+// recordArgs keeps the --boundaries of a dead process's arguments for the
+// process that replaces it (without its --crash-at).
+func recordArgs(args []string) []string {
+	if i := slices.Index(args, "--boundaries"); i >= 0 && i+1 < len(args) {
+		return args[i : i+2]
 	}
-	return retry(ctx, s, id, key)
+	return nil
+}
+
+// Answers reads the guards' answers a cell's processes recorded: each
+// technique that answered already_applied, once, in the order first seen
+// ("state_check", "inbox").
+func Answers(path string) []string {
+	lines, _ := readLines(path)
+	var out []string
+	for _, l := range lines {
+		if t, ok := strings.CutPrefix(l, "@"); ok {
+			t = strings.TrimSuffix(t, "=already_applied")
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // waitDied waits for p to die at the cell's boundary: exit 137, as a

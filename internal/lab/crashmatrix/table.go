@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +25,12 @@ type Outcome struct {
 	Without string
 	// Held: every effect once after recovery. Damage says otherwise, in
 	// words ("charges=2 (want 1)", or why the cell could not run).
-	Held    bool
-	Damage  []string
+	Held   bool
+	Damage []string
+	// Answers are the guards that answered already_applied during the
+	// recovery: what absorbed the repeat ("state_check"). None: nothing
+	// was done twice to stop.
+	Answers []string
 	Counts  scenario.Counts
 	Elapsed time.Duration
 	LogDir  string
@@ -33,9 +40,16 @@ type Outcome struct {
 // time, and returns their outcomes in order. cfg.Progress gets a line per
 // cell ended, with the elapsed time and an estimate of what is left.
 func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string, p Providers) []Outcome {
+	dir, err := os.MkdirTemp(cfg.LogDir, "orderpaid-crashmatrix-")
+	if err != nil {
+		dir = os.TempDir()
+	}
+	defer os.RemoveAll(dir)
 	cases := make([]scenario.Case, len(cells))
+	answers := make([]string, len(cells))
 	for i, c := range cells {
-		cases[i] = scenario.Case{Scenario: c.Scenario(without, p), Without: without}
+		answers[i] = filepath.Join(dir, fmt.Sprintf("cell-%d", i))
+		cases[i] = scenario.Case{Scenario: c.Scenario(without, p, answers[i]), Without: without}
 	}
 	if cfg.Progress != nil {
 		cfg.Progress = &progress{w: cfg.Progress, start: time.Now()}
@@ -44,7 +58,33 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	out := make([]Outcome, len(cells))
 	for i, r := range results {
 		d := Damage(r)
-		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Counts: r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
+		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
+			Counts: r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
+	}
+	return out
+}
+
+// RunGuards runs cells once with each of guards switched off, one guard
+// after the other, and returns the outcomes by guard.
+func RunGuards(ctx context.Context, cfg scenario.Config, cells []Cell, guards []string, p Providers) map[string][]Outcome {
+	by := map[string][]Outcome{}
+	for i, g := range guards {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "crashmatrix: guard %d of %d off: %s\n", i+1, len(guards), g)
+		}
+		by[g] = Run(ctx, cfg, cells, g, p)
+	}
+	return by
+}
+
+// Undamaged lists the guards of by whose switching off damaged no cell: the
+// matrix does not show what they protect (or misses a boundary).
+func Undamaged(by map[string][]Outcome, guards []string) []string {
+	var out []string
+	for _, g := range guards {
+		if !slices.ContainsFunc(by[g], func(o Outcome) bool { return !o.Held }) {
+			out = append(out, g)
+		}
 	}
 	return out
 }
@@ -92,7 +132,7 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 			index[o.Cell.Boundary] = r
 			rows = append(rows, r)
 		}
-		r.sides[o.Cell.Side] = "held"
+		r.sides[o.Cell.Side] = Verdict(o)
 		if !o.Held {
 			r.sides[o.Cell.Side] = strings.Join(o.Damage, ", ")
 			replay = append(replay, ReplayCommand(o)+flags)
@@ -112,6 +152,21 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 	return nil
 }
 
+// Verdict is o's cell in the table: "held: state_check", naming each guard
+// that answered already_applied in the recovery; "held" when none had to
+// (what the dead process did was rolled back, or not yet done, and was done
+// once after it); or the damage.
+func Verdict(o Outcome) string {
+	switch {
+	case !o.Held:
+		return strings.Join(o.Damage, ", ")
+	case len(o.Answers) == 0:
+		return "held"
+	default:
+		return "held: " + strings.Join(o.Answers, ", ")
+	}
+}
+
 // ReplayCommand is the command line that runs o's cell alone.
 func ReplayCommand(o Outcome) string {
 	cmd := "orderpaid crashmatrix --only '" + o.Cell.String() + "'"
@@ -127,7 +182,7 @@ func WriteJSON(w io.Writer, outcomes []Outcome) error {
 	for _, o := range outcomes {
 		if err := enc.Encode(map[string]any{
 			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "without": o.Without,
-			"held": o.Held, "damage": o.Damage, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
+			"held": o.Held, "damage": o.Damage, "answers": o.Answers, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
 		}); err != nil {
 			return err
 		}

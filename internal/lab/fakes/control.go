@@ -33,10 +33,10 @@ type GatewayControl struct {
 	// DuplicateWebhooks: each new charge's or refund's webhook is delivered
 	// 1+DuplicateWebhooks times, one after the other, with the same event id.
 	DuplicateWebhooks int `json:"duplicate_webhooks"`
-	// WebhookDelayMS: each new charge's or refund's webhook waits this long
-	// before its first attempt: a webhook that arrives late, after the
+	// HoldWebhooks: webhooks wait, undelivered, while it is set; setting it
+	// back to false lets them go. A webhook that arrives late, after the
 	// client has retried (the crash matrix's "webhook late").
-	WebhookDelayMS int `json:"webhook_delay_ms,omitempty"`
+	HoldWebhooks bool `json:"hold_webhooks,omitempty"`
 	// RefuseRefundsOf, an order id: every POST /refunds of that order's
 	// charge is refused for good with RefuseStatus, as a provider refuses a
 	// refund of a disputed charge or of one too old to refund: nothing is
@@ -53,15 +53,9 @@ type GatewayControl struct {
 	LookupFailNext int `json:"lookup_fail_next,omitempty"`
 }
 
-// maxWebhookDelayMS bounds webhook_delay_ms: a minute.
-const maxWebhookDelayMS = 60_000
-
 func (c GatewayControl) validate() error {
-	if c.FailNext < 0 || c.DelayMS < 0 || c.DuplicateWebhooks < 0 || c.LookupFailNext < 0 || c.WebhookDelayMS < 0 {
-		return badRequest("fail_next, delay_ms, duplicate_webhooks, webhook_delay_ms and lookup_fail_next must not be negative")
-	}
-	if c.WebhookDelayMS > maxWebhookDelayMS {
-		return badRequest("webhook_delay_ms must be at most %d", maxWebhookDelayMS)
+	if c.FailNext < 0 || c.DelayMS < 0 || c.DuplicateWebhooks < 0 || c.LookupFailNext < 0 {
+		return badRequest("fail_next, delay_ms, duplicate_webhooks and lookup_fail_next must not be negative")
 	}
 	if c.DuplicateWebhooks > maxRedeliveries {
 		return badRequest("duplicate_webhooks must be at most %d", maxRedeliveries)

@@ -116,22 +116,20 @@ func newDeliverer(cfg GatewayConfig) *deliverer {
 	return d
 }
 
-// startAfter delivers events one after the other, the first after delay
-// (none: at once, as start).
-func (d *deliverer) startAfter(delay time.Duration, events []Event) {
-	if delay <= 0 {
-		d.start(events, false)
-		return
-	}
+// startWhen delivers events one after the other, once released reports
+// true (it is asked every 20ms).
+func (d *deliverer) startWhen(released func() bool, events []Event) {
 	if !d.reserve(1) {
 		return
 	}
 	go func() {
 		defer d.finish()
-		select {
-		case <-time.After(delay):
-		case <-d.stop.Done():
-			return
+		for !released() {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-d.stop.Done():
+				return
+			}
 		}
 		for _, ev := range events {
 			d.deliver(ev)

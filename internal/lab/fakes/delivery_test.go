@@ -201,3 +201,21 @@ func TestConcurrentRedeliveriesOverlap(t *testing.T) {
 		t.Errorf("most webhooks in flight at once = %d, want 3", most)
 	}
 }
+
+// A held webhook waits, undelivered, until the gateway lets it go: the
+// crash matrix's late webhook, which arrives after the client's retries.
+func TestHeldWebhookWaitsUntilReleased(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	do(t, http.MethodPost, b.url+"/control/gateway", "", map[string]bool{"hold_webhooks": true})
+	do(t, http.MethodPost, b.url+"/charges", "k", charge("o1", 100))
+	time.Sleep(100 * time.Millisecond) // five times the hold's polling: a delivery would show
+	if n := len(b.gateway.Deliveries()); n != 0 {
+		t.Fatalf("%d deliveries while the webhooks are held, want 0", n)
+	}
+	do(t, http.MethodPost, b.url+"/control/gateway", "", map[string]bool{"hold_webhooks": false})
+	b.waitDelivered(t)
+	if ids := b.receiver.eventIDs(); len(ids) != 1 {
+		t.Errorf("receiver got %d webhooks once released, want 1", len(ids))
+	}
+}

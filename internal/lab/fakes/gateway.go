@@ -114,14 +114,21 @@ func (g *Gateway) charge(key string, req chargeRequest) (resp storedResponse, re
 }
 
 // emit delivers ev in the background, 1+DuplicateWebhooks times one after
-// the other (duplicates repeat the same event id), after WebhookDelayMS.
-// The caller holds g.mu.
+// the other (duplicates repeat the same event id), once the gateway does
+// not hold its webhooks (HoldWebhooks). The caller holds g.mu.
 func (g *Gateway) emit(ev Event) {
 	events := make([]Event, 1+g.control.DuplicateWebhooks)
 	for i := range events {
 		events[i] = ev
 	}
-	g.delivery.startAfter(time.Duration(g.control.WebhookDelayMS)*time.Millisecond, events)
+	g.delivery.startWhen(g.released, events)
+}
+
+// released reports whether webhooks may go (HoldWebhooks is not set).
+func (g *Gateway) released() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.control.HoldWebhooks
 }
 
 // ForgetKeys forgets every Idempotency-Key the gateway has seen, charges and

@@ -17,7 +17,7 @@ import "net/http"
 //	GET  /refund-refusals          the refunds refused for good (refuse_refunds_of): asked, and nothing refunded
 //	POST /refunds/{id}/redeliver   the refund's payment.refunded again, as for a charge
 //	GET  /webhook-deliveries       every webhook delivery attempt
-//	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N,"webhook_delay_ms":N} replaces the settings
+//	POST /control/gateway          {"fail_next":N,"fail_status":S,"retry_after_s":N,"delay_ms":N,"duplicate_webhooks":N,"hold_webhooks":bool} replaces the settings
 //	                               (of POST /charges and POST /refunds alike); and {"refuse_refunds_of":"<order id>","refuse_status":S}:
 //	                               every refund of that order's charge is refused for good with S (400 to 499, default 402);
 //	                               and {"lookup_fail_next":N}: the next N look-ups by order_id answer 503

@@ -28,6 +28,20 @@ func AdminURL() string {
 	return cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 }
 
+// Require skips t when the server of AdminURL cannot be reached, saying so;
+// under CI (CI set) it fails instead.
+func Require(t testing.TB) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), AdminURL())
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		t.Skipf("PostgreSQL not reachable at %s: %v", AdminURL(), err)
+	}
+	conn.Close(context.Background())
+}
+
 // NewDatabase creates a fresh, migrated database for t and returns a pool on it
 // and its URL. The database is dropped when the test ends, unless it failed:
 // then its name is logged so it can be inspected with psql.

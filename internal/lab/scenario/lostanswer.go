@@ -132,6 +132,13 @@ func (s *Stage) ForgetGatewayKeys(ctx context.Context) error {
 	return err
 }
 
+// HoldWebhooks makes the fake gateway hold its webhooks (hold true) or let
+// them go (POST /control/gateway, which replaces every other setting).
+func (s *Stage) HoldWebhooks(ctx context.Context, hold bool) error {
+	s.Logf("gateway webhooks held: %v", hold)
+	return s.must(ctx, "POST", s.FakesURL()+"/control/gateway", map[string]bool{"hold_webhooks": hold}, nil)
+}
+
 // ForgetProviderKeys makes the fake notification provider forget every
 // Idempotency-Key it has seen (the e-mails stay sent).
 func (s *Stage) ForgetProviderKeys(ctx context.Context) error {

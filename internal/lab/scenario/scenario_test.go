@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/orderpaid/orderpaid/internal/lab/childproc"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
@@ -175,14 +173,4 @@ func runCase(t *testing.T, cfg scenario.Config, c scenario.Case, notApplicable f
 	}
 }
 
-func requirePostgres(t *testing.T) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), pgtest.AdminURL())
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable at %s: %v", pgtest.AdminURL(), err)
-	}
-	conn.Close(context.Background())
-}
+func requirePostgres(t *testing.T) { t.Helper(); pgtest.Require(t) }

@@ -70,7 +70,8 @@ type work struct {
 }
 
 // NewBoundaries returns the span processor of process ("api", "worker").
-// record, when not nil, receives each boundary met, one per line.
+// record, when not nil, receives each boundary met, one per line, and each
+// guard's already_applied ("@state_check=already_applied").
 func NewBoundaries(process string, record io.Writer) *Boundaries {
 	return &Boundaries{process: process, record: record, spans: map[trace.SpanID]span{}}
 }
@@ -114,6 +115,7 @@ func (b *Boundaries) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !ok {
 		return
 	}
+	b.recordAnswer(s)
 	if w := sp.work; w.root == s.SpanContext().SpanID() {
 		// The work's end: the handler returned, the ack or answer is next.
 		name := b.process + "/" + w.flow + "/end#1"
@@ -146,6 +148,28 @@ func (b *Boundaries) begin(s sdktrace.ReadWriteSpan) (string, bool) {
 	}
 	b.spans[id] = sp
 	return sp.boundary, sp.boundary != ""
+}
+
+// recordAnswer records a guard's "already_applied" (a step span's
+// idempotency.outcome, telemetry.AttrOutcome) as "@technique=outcome": what
+// absorbed a repeat after a crash (already_applied), for the crash
+// matrix's cells.
+func (b *Boundaries) recordAnswer(s sdktrace.ReadOnlySpan) {
+	if b.record == nil {
+		return
+	}
+	var technique, outcome string
+	for _, kv := range s.Attributes() {
+		switch kv.Key {
+		case "idempotency.technique":
+			technique = kv.Value.AsString()
+		case "idempotency.outcome":
+			outcome = kv.Value.AsString()
+		}
+	}
+	if technique != "" && outcome == "already_applied" {
+		fmt.Fprintf(b.record, "@%s=%s\n", technique, outcome)
+	}
 }
 
 func (b *Boundaries) fire(name string, when When) {
