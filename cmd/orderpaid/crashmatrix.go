@@ -26,7 +26,7 @@ func runCrashMatrix(e env) error {
 	brokerName := fs.String("broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
 	batch := fs.Int("batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
 	without := fs.String("without", "", "switch one guard off and show where its damage appears: "+strings.Join(switches.Names(), ", "))
-	only := fs.String("only", "", "run one cell, BOUNDARY:before|after, as the table's replay lines print it")
+	only := fs.String("only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after, as the table's replay lines print it")
 	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
 	late := fs.Bool("late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
 	list := fs.Bool("list", false, "print the boundaries the clean run met and stop")
@@ -51,13 +51,20 @@ func runCrashMatrix(e env) error {
 	if *batch < 1 || *parallel < 1 || *parallel > 16 {
 		return usageError{errors.New("crashmatrix: --batch must be at least 1 and --parallel 1 to 16")}
 	}
-	var onlyCell *crashmatrix.Cell
+	var onlyCells []crashmatrix.Cell
 	if *only != "" {
-		i := strings.LastIndex(*only, ":")
-		if i < 0 || (fault.When((*only)[i+1:]) != fault.Before && fault.When((*only)[i+1:]) != fault.After) {
-			return usageError{fmt.Errorf("crashmatrix: --only %q: want BOUNDARY:before or BOUNDARY:after", *only)}
+		boundary, side := *only, fault.When("")
+		if i := strings.LastIndex(*only, ":"); i > 0 {
+			boundary, side = (*only)[:i], fault.When((*only)[i+1:])
+			if side != fault.Before && side != fault.After {
+				return usageError{fmt.Errorf("crashmatrix: --only %q: want BOUNDARY, BOUNDARY:before or BOUNDARY:after", *only)}
+			}
 		}
-		onlyCell = &crashmatrix.Cell{Boundary: (*only)[:i], Side: fault.When((*only)[i+1:])}
+		for _, c := range crashmatrix.Cells([]string{boundary}) {
+			if side == "" || c.Side == side {
+				onlyCells = append(onlyCells, c)
+			}
+		}
 	}
 	cfg, _, err := loadConfig(e)
 	if err != nil {
@@ -86,8 +93,8 @@ func runCrashMatrix(e env) error {
 
 	start := time.Now()
 	var cells []crashmatrix.Cell
-	if onlyCell != nil {
-		cells = []crashmatrix.Cell{*onlyCell}
+	if onlyCells != nil {
+		cells = onlyCells
 	} else {
 		fmt.Fprintln(e.stderr, "crashmatrix: the clean run, to list every boundary the flow meets")
 		all, err := crashmatrix.Discover(e.ctx, runCfg)

@@ -268,6 +268,15 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	key := "pay-" + id.String()
 	status, err := s.Pay(ctx, id, key, 10*time.Second)
 	s.Logf("payment: status %d, err %v", status, err)
+	// A client that had its answer does not retry; one that did not
+	// retries with its key, then with a new one.
+	answered := err == nil && status == http.StatusCreated
+	retries := func() error {
+		if answered {
+			return nil
+		}
+		return retry(ctx, s, id, key)
+	}
 	if cell == nil {
 		if err == nil && status != http.StatusCreated && status != http.StatusAccepted {
 			err = fmt.Errorf("the clean payment answered %d, want 201", status)
@@ -290,14 +299,14 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		if err := die(); err != nil {
 			return err
 		}
-		if err := retry(ctx, s, id, key); err != nil {
+		if err := retries(); err != nil {
 			return err
 		}
 		return release()
 	}
 	// A crash after the webhook: the late webhook comes after the client's
 	// retries, and the crash after it.
-	if err := retry(ctx, s, id, key); err != nil {
+	if err := retries(); err != nil {
 		return err
 	}
 	if err := release(); err != nil {

@@ -32,10 +32,10 @@ const orderpaidImage = "orderpaid:dev"
 
 // subcommands mirrors subcommands() in cmd/orderpaid/run.go;
 // TestComposeSubcommandListIsCurrent fails when the two drift apart.
-var subcommands = []string{"migrate", "api", "worker", "fakes", "demo", "all", "backfill", "reprocess", "reconcile", "retention", "scenario", "bench", "soak", "doctor"}
+var subcommands = []string{"migrate", "api", "worker", "fakes", "demo", "all", "backfill", "reprocess", "reconcile", "retention", "scenario", "bench", "soak", "crashmatrix", "doctor"}
 
 // oneShot are the subcommands that do their job and exit.
-var oneShot = map[string]bool{"migrate": true, "demo": true, "backfill": true, "reprocess": true, "reconcile": true, "retention": true, "scenario": true, "bench": true, "soak": true, "doctor": true}
+var oneShot = map[string]bool{"migrate": true, "demo": true, "backfill": true, "reprocess": true, "reconcile": true, "retention": true, "scenario": true, "bench": true, "soak": true, "crashmatrix": true, "doctor": true}
 
 // infraPorts are the ports the third-party images listen on, by image name.
 var infraPorts = map[string][]string{
