@@ -10,6 +10,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
@@ -86,10 +87,12 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 	}
 	m := &kafkaMember{
 		group:  KafkaGroup(topic, s.group),
+		admin:  s.topics.admin,
 		faults: s.faults,
 		logger: s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": KafkaGroup(topic, s.group)}),
 	}
-	cl, err := kafkaGroupClient(s.brokers, topic, m.group, &m.rebalanceWaits)
+	m.newClient = func() (*kgo.Client, error) { return kafkaGroupClient(s.brokers, topic, m.group, &m.rebalanceWaits) }
+	cl, err := m.newClient()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +111,11 @@ func (s *kafkaSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *
 	go func() {
 		defer s.members.Done()
 		defer close(out)
-		defer leaveAndClose(cl) // its partitions move at once
+		defer func() { // its partitions move at once
+			if m.cl != nil { // nil: rejoin made no new client
+				leaveAndClose(m.cl)
+			}
+		}()
 		defer cancel()
 		m.run(ctx, out)
 	}()
@@ -125,16 +132,21 @@ func (s *kafkaSubscriber) Close() error {
 
 // kafkaMember is one Subscribe's member of its group.
 type kafkaMember struct {
-	cl     *kgo.Client
-	group  string
-	logger watermill.LoggerAdapter
-	faults *fault.Set
+	cl *kgo.Client
+	// newClient makes the member's client: at Subscribe, and again when
+	// its joins keep failing (rejoin).
+	newClient func() (*kgo.Client, error)
+	admin     *kadm.Client
+	group     string
+	logger    watermill.LoggerAdapter
+	faults    *fault.Set
 	// rebalanceWaits is set when a rebalance waits for this member to let
 	// go of the records it holds (kgo.OnPartitionsCallbackBlocked).
 	rebalanceWaits atomic.Bool
 }
 
-// run polls and hands out until ctx ends.
+// run polls and hands out until ctx ends. After a failed group session
+// it starts over with a new client (rejoin).
 func (m *kafkaMember) run(ctx context.Context, out chan<- *message.Message) {
 	for ctx.Err() == nil {
 		fetches := m.cl.PollRecords(ctx, kafkaPollRecords)
@@ -142,11 +154,21 @@ func (m *kafkaMember) run(ctx context.Context, out chan<- *message.Message) {
 			m.cl.AllowRebalance()
 			return
 		}
+		var sessionFailed bool
 		fetches.EachError(func(topic string, partition int32, err error) {
+			var session *kgo.ErrGroupSession
+			sessionFailed = sessionFailed || errors.As(err, &session)
 			m.logger.Error("Kafka fetch failed; the client retries", err, watermill.LogFields{"partition": partition})
 		})
 		nacked := m.handOut(ctx, fetches.Records(), out)
 		m.cl.AllowRebalance()
+		if sessionFailed {
+			if err := m.rejoin(ctx); err != nil {
+				m.logger.Error("Kafka consumer stopped: no new client", err, nil)
+				return
+			}
+			continue
+		}
 		if nacked {
 			select {
 			case <-ctx.Done():
@@ -154,6 +176,24 @@ func (m *kafkaMember) run(ctx context.Context, out chan<- *message.Message) {
 			}
 		}
 	}
+}
+
+// rejoin gives up the member's client after its group session failed: it
+// leaves the group, waits out of it until the rebalance it was stuck in is
+// over (awaitRebalanceEnd), and joins again with a new client, a new
+// member id (see kafkarejoin.go).
+func (m *kafkaMember) rejoin(ctx context.Context) error {
+	m.logger.Error("Kafka group session failed: leaving the group, joining again with a new client once its rebalance is over", nil, nil)
+	leaveAndClose(m.cl)
+	awaitRebalanceEnd(ctx, m.admin, m.group, kafkaRejoinWait)
+	m.rebalanceWaits.Store(false)
+	cl, err := m.newClient()
+	if err != nil {
+		m.cl = nil
+		return err
+	}
+	m.cl = cl
+	return nil
 }
 
 // handOut hands records out one at a time and commits each one acked. It
@@ -267,6 +307,9 @@ func kafkaGroupClient(brokers []string, topic, group string, rebalanceWaits *ato
 		// answer before it is fetched. franz-go's default is 5s, the Java
 		// client's 500ms: 5s was seen delaying a new member's first records.
 		kgo.FetchMaxWait(kafkaFetchMaxWait),
+		// A JoinGroup waits the rebalance timeout and this; see
+		// kafkaJoinOverhead.
+		kgo.RequestTimeoutOverhead(kafkaJoinOverhead),
 	}
 	opts = append(opts, extra...)
 	if rebalanceWaits != nil {
