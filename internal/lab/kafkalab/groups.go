@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A ghost member, and how the lab avoids making one.
+// A ghost member, how the cluster removes one, and how the lab avoids most.
 //
 // A process killed while one of its consumers waits in its first JoinGroup
 // leaves a ghost on kfake: kfake arms a member's session timer when it
@@ -23,10 +23,13 @@ import (
 // Kafka expires it after its session timeout. A member killed after its
 // first answer has its session timer running, and goes after it as on Kafka.
 //
-// So on this cluster the lab kills a worker only when every group is stable
-// with one member per running worker (WaitGroupsStable): no member is in
-// its first JoinGroup then, since the lab starts every worker itself and
-// waits for it here before the next kill.
+// The cluster removes a ghost that sits in a Stable group one session after
+// it last spoke, as Kafka would (ghosts.go). The lab also kills a worker
+// only when every group is stable with one member per running worker
+// (WaitGroupsStable). That does not rule ghosts out: right after a kill the
+// killed worker's member is still there and the count is right while its
+// replacement waits in its first JoinGroup, so the next kill can catch the
+// replacement there (SIGKILLs every 3.5s in the soak made ghosts so).
 
 // WaitGroupsStable waits until each of groups is Stable with exactly
 // members members (one per running worker), or timeout passes; the error

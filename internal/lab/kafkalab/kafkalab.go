@@ -9,6 +9,7 @@
 package kafkalab
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -21,23 +22,33 @@ import (
 // Cluster is an in-process Kafka-protocol cluster of one broker.
 type Cluster struct {
 	c *kfake.Cluster
+	// stopReaper ends the ghost reaper (ghosts.go).
+	stopReaper context.CancelFunc
 }
 
 // Start starts a cluster on a free port of 127.0.0.1, below the ephemeral
-// range as every port the lab picks (childproc.FreeAddr).
+// range as every port the lab picks (childproc.FreeAddr), with its ghost
+// reaper (ghosts.go).
 func Start() (*Cluster, error) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(listenFree))
 	if err != nil {
 		return nil, fmt.Errorf("start an in-process Kafka cluster: %w", err)
 	}
-	return &Cluster{c: c}, nil
+	seen := &memberSeen{}
+	seen.watch(c)
+	ctx, stop := context.WithCancel(context.Background())
+	go reapGhosts(ctx, c.ListenAddrs(), seen)
+	return &Cluster{c: c, stopReaper: stop}, nil
 }
 
 // Brokers is the cluster's KAFKA_BROKERS.
 func (c *Cluster) Brokers() string { return strings.Join(c.c.ListenAddrs(), ",") }
 
 // Close stops the cluster; what it held is gone.
-func (c *Cluster) Close() { c.c.Close() }
+func (c *Cluster) Close() {
+	c.stopReaper()
+	c.c.Close()
+}
 
 // listenFree listens on a port childproc.FreeAddr picked; another process
 // may take it between the pick and the listen, so it tries a few.
