@@ -28,6 +28,7 @@ func runCrashMatrix(e env) error {
 	without := fs.String("without", "", "switch one guard off and show where its damage appears: "+strings.Join(switches.Names(), ", "))
 	only := fs.String("only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after, as the table's replay lines print it")
 	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
+	twice := fs.Bool("two-events", false, "once the flow has recovered, the gateway sends the payment's event again under a new event id (a second order_paid for the same payment)")
 	late := fs.Bool("late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
 	list := fs.Bool("list", false, "print the boundaries the clean run met and stop")
 	asJSON := fs.Bool("json", false, "print one JSON object per cell instead of the table")
@@ -115,7 +116,7 @@ func runCrashMatrix(e env) error {
 		cells = crashmatrix.Cells(boundaries)
 		fmt.Fprintf(e.stderr, "crashmatrix: %d boundaries, %d cells, %d at a time\n", len(boundaries), len(cells), runCfg.Parallel)
 	}
-	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late}
+	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late, TwoEvents: *twice}
 	flags += providers.Flags()
 	outcomes := crashmatrix.Run(e.ctx, runCfg, cells, *without, providers)
 	switch {

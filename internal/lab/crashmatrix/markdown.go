@@ -47,14 +47,20 @@ func WriteMarkdown(w io.Writer, outcomes []Outcome, root string) error {
 }
 
 // WriteDamageMarkdown prints, for each guard switched off, the cells whose
-// effects were not once, and what they showed.
+// effects were not once, and what they showed; and how many cells the
+// guard's absence kept from their boundary (not reached: its statement is
+// not run without it).
 func WriteDamageMarkdown(w io.Writer, byGuard map[string][]Outcome, guards []string) error {
-	fmt.Fprintln(w, "| guard off | cells damaged | where, and what (first three) |")
-	fmt.Fprintln(w, "|---|---|---|")
+	fmt.Fprintln(w, "| guard off | cells damaged | not reached | where, and what (first three) |")
+	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, g := range guards {
 		var hit []string
+		skipped := 0
 		for _, o := range byGuard[g] {
-			if !o.Held {
+			if o.NotReached {
+				skipped++
+			}
+			if Damaged(o) {
 				hit = append(hit, fmt.Sprintf("`%s` %s: %s", o.Cell.Boundary, o.Cell.Side, strings.Join(o.Damage, ", ")))
 			}
 		}
@@ -62,7 +68,7 @@ func WriteDamageMarkdown(w io.Writer, byGuard map[string][]Outcome, guards []str
 		if len(hit) > 0 {
 			where = strings.Join(hit[:min(3, len(hit))], "; ")
 		}
-		if _, err := fmt.Fprintf(w, "| `%s` | %d of %d | %s |\n", g, len(hit), len(byGuard[g]), where); err != nil {
+		if _, err := fmt.Fprintf(w, "| `%s` | %d of %d | %d | %s |\n", g, len(hit), len(byGuard[g]), skipped, where); err != nil {
 			return err
 		}
 	}

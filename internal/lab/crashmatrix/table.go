@@ -3,6 +3,7 @@ package crashmatrix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,9 @@ type Outcome struct {
 	// words ("charges=2 (want 1)", or why the cell could not run).
 	Held   bool
 	Damage []string
+	// NotReached: the process never met the boundary (ErrNotReached). With
+	// a guard off that is its statement skipped, not a damage.
+	NotReached bool
 	// Answers are the guards that answered already_applied during the
 	// recovery: what absorbed the repeat ("state_check"). None: nothing
 	// was done twice to stop.
@@ -59,7 +63,8 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	for i, r := range results {
 		d := Damage(r)
 		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
-			Counts: r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
+			NotReached: errors.Is(r.Err, ErrNotReached),
+			Counts:     r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
 	}
 	return out
 }
@@ -77,12 +82,16 @@ func RunGuards(ctx context.Context, cfg scenario.Config, cells []Cell, guards []
 	return by
 }
 
+// Damaged reports whether o's cell shows a guard's damage: it did not hold,
+// and its process met the boundary.
+func Damaged(o Outcome) bool { return !o.Held && !o.NotReached }
+
 // Undamaged lists the guards of by whose switching off damaged no cell: the
 // matrix does not show what they protect (or misses a boundary).
 func Undamaged(by map[string][]Outcome, guards []string) []string {
 	var out []string
 	for _, g := range guards {
-		if !slices.ContainsFunc(by[g], func(o Outcome) bool { return !o.Held }) {
+		if !slices.ContainsFunc(by[g], Damaged) {
 			out = append(out, g)
 		}
 	}
@@ -158,6 +167,8 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 // once after it); or the damage.
 func Verdict(o Outcome) string {
 	switch {
+	case o.NotReached && o.Without != "":
+		return "not reached"
 	case !o.Held:
 		return strings.Join(o.Damage, ", ")
 	case len(o.Answers) == 0:

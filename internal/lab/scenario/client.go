@@ -174,6 +174,16 @@ func (s *Stage) charges(ctx context.Context) ([]charge, error) {
 	return cs, s.must(ctx, "GET", s.FakesURL()+"/charges", nil, &cs)
 }
 
+// ChargeIDs are the ids of the charges the fake gateway made.
+func (s *Stage) ChargeIDs(ctx context.Context) ([]string, error) {
+	cs, err := s.charges(ctx)
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return ids, err
+}
+
 func (s *Stage) notifications(ctx context.Context) ([]notification, error) {
 	var ns []notification
 	return ns, s.must(ctx, "GET", s.FakesURL()+"/notifications", nil, &ns)
