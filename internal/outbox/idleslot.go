@@ -138,21 +138,37 @@ func dropIfCovered(ctx context.Context, pool *pgxpool.Pool, s IdleSlot, logger *
 func pollCovers(ctx context.Context, pool *pgxpool.Pool, slot string) (held int, covered bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, peekTimeout)
 	defer cancel()
+	txs, offsets, err := peekHeld(ctx, pool, slot)
+	if err != nil {
+		return 0, false, err
+	}
+	ahead, err := queries.New(pool).OutboxRowsAheadOfTheRelay(ctx, queries.OutboxRowsAheadOfTheRelayParams{TransactionIds: txs, Offsets: offsets})
+	if err != nil {
+		return 0, false, fmt.Errorf("compare slot %s with the polling relay: %w", slot, err)
+	}
+	return len(txs), ahead == int64(len(txs)), nil
+}
+
+// peekHeld reads what slot holds and has not confirmed, the outbox rows of
+// the transactions committed since its confirmed position, without moving
+// it (a peek), and returns their keys in text: transaction ids and offsets,
+// pair by pair.
+func peekHeld(ctx context.Context, pool *pgxpool.Pool, slot string) (txs, offsets []string, err error) {
 	rows, err := pool.Query(ctx, `SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)`,
 		slot, Publication)
 	if err != nil {
-		return 0, false, fmt.Errorf("read slot %s: %w", slot, err)
+		return nil, nil, fmt.Errorf("read slot %s: %w", slot, err)
 	}
+	defer rows.Close()
 	var d decoder
-	var txs, offsets []string
 	for rows.Next() {
 		var data []byte
 		if err := rows.Scan(&data); err != nil {
-			return 0, false, fmt.Errorf("read slot %s: %w", slot, err)
+			return nil, nil, fmt.Errorf("read slot %s: %w", slot, err)
 		}
 		msg, err := pglogrepl.Parse(data)
 		if err != nil {
-			return 0, false, fmt.Errorf("decode a pgoutput message of slot %s: %w", slot, err)
+			return nil, nil, fmt.Errorf("decode a pgoutput message of slot %s: %w", slot, err)
 		}
 		switch m := msg.(type) {
 		case *pglogrepl.RelationMessage:
@@ -160,19 +176,15 @@ func pollCovers(ctx context.Context, pool *pgxpool.Pool, slot string) (held int,
 		case *pglogrepl.InsertMessage:
 			cols, err := d.columns(m)
 			if err != nil {
-				return 0, false, err
+				return nil, nil, err
 			}
 			txs, offsets = append(txs, string(cols["transaction_id"])), append(offsets, string(cols["offset"]))
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, false, fmt.Errorf("read slot %s: %w", slot, err)
+		return nil, nil, fmt.Errorf("read slot %s: %w", slot, err)
 	}
-	ahead, err := queries.New(pool).OutboxRowsAheadOfTheRelay(ctx, queries.OutboxRowsAheadOfTheRelayParams{TransactionIds: txs, Offsets: offsets})
-	if err != nil {
-		return 0, false, fmt.Errorf("compare slot %s with the polling relay: %w", slot, err)
-	}
-	return len(txs), ahead == int64(len(txs)), nil
+	return txs, offsets, nil
 }
 
 // drop drops slot.

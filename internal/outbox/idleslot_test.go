@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/outbox"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // tidy runs the worker's start-up look at the slots (outbox.TidySlots) and
@@ -50,7 +51,8 @@ func outboxSlot(t *testing.T, pool *pgxpool.Pool) string {
 }
 
 // pollAll runs the polling relay on pool to out until it published every
-// id of want.
+// id of want and every lane is past every row of the outbox (OutboxBacklog
+// 0): what it would publish, it has.
 func pollAll(t *testing.T, pool *pgxpool.Pool, out *recorder, want ...string) {
 	t.Helper()
 	relay, err := outbox.NewRelay(pool, out, watermill.NopLogger{}, outbox.RelayConfig{PollInterval: 20 * time.Millisecond})
@@ -61,6 +63,18 @@ func pollAll(t *testing.T, pool *pgxpool.Pool, out *recorder, want ...string) {
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
 	waitPublished(t, out, want...)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		backlog, err := queries.New(pool).OutboxBacklog(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if backlog == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the polling relay has %d row(s) to relay after 10s; published %v", backlog, out.published())
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -70,6 +70,107 @@ func (q *Queries) OutboxFindByMessageID(ctx context.Context, messageID string) (
 	return i, err
 }
 
+const outboxRelayMovePastTheSlot = `-- name: OutboxRelayMovePastTheSlot :many
+WITH held AS (
+    SELECT unnest($1::text[])::xid8 AS transaction_id,
+           unnest($2::text[])::bigint AS "offset"
+), lanes AS (
+    SELECT k.lane, ('outbox_relay.lane' || k.lane || 'of2')::text AS consumer_group,
+           coalesce(p.last_processed_transaction_id, '0'::xid8) AS at_transaction_id,
+           coalesce(p.offset_acked, 0)::bigint AS at_offset
+    FROM generate_series(0, 1) AS k(lane)
+    LEFT JOIN watermill_offsets_outbox p ON p.consumer_group = 'outbox_relay.lane' || k.lane || 'of2'
+), targets AS (
+    SELECT l.lane, l.consumer_group, l.at_transaction_id, l.at_offset, t.transaction_id, t."offset"
+    FROM lanes l
+    LEFT JOIN LATERAL (
+        SELECT o.transaction_id, o."offset" FROM held h
+        JOIN watermill_outbox o ON o.transaction_id = h.transaction_id AND o."offset" = h."offset"
+        WHERE abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2 = l.lane
+        ORDER BY o.transaction_id, o."offset"
+        LIMIT 1) f ON true
+    JOIN LATERAL (
+        SELECT o.transaction_id, o."offset" FROM watermill_outbox o
+        WHERE abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2 = l.lane
+          AND o.transaction_id < $3::text::xid8
+          AND (f.transaction_id IS NULL OR (o.transaction_id, o."offset") < (f.transaction_id, f."offset"))
+        ORDER BY o.transaction_id DESC, o."offset" DESC
+        LIMIT 1) t ON true
+    WHERE (t.transaction_id, t."offset") > (l.at_transaction_id, l.at_offset)
+), moved AS (
+    INSERT INTO watermill_offsets_outbox AS p (consumer_group, offset_acked, last_processed_transaction_id)
+    SELECT consumer_group, "offset", transaction_id FROM targets
+    ON CONFLICT (consumer_group) DO UPDATE
+    SET offset_acked = excluded.offset_acked, last_processed_transaction_id = excluded.last_processed_transaction_id
+    WHERE (p.last_processed_transaction_id, coalesce(p.offset_acked, 0)) < (excluded.last_processed_transaction_id, excluded.offset_acked)
+    RETURNING p.consumer_group
+)
+SELECT t.consumer_group, t.transaction_id::text AS position_transaction_id, t."offset" AS position_offset,
+       (SELECT count(*) FROM watermill_outbox o
+        WHERE abs(hashtext(coalesce(o.payload -> 'metadata' ->> 'order_id', o.uuid))::bigint) % 2 = t.lane
+          AND (o.transaction_id, o."offset") > (t.at_transaction_id, t.at_offset)
+          AND (o.transaction_id, o."offset") <= (t.transaction_id, t."offset"))::bigint AS skipped
+FROM targets t
+JOIN moved m ON m.consumer_group = t.consumer_group
+ORDER BY t.consumer_group
+`
+
+type OutboxRelayMovePastTheSlotParams struct {
+	TransactionIds []string `json:"transaction_ids"`
+	Offsets        []string `json:"offsets"`
+	Horizon        string   `json:"horizon"`
+}
+
+type OutboxRelayMovePastTheSlotRow struct {
+	ConsumerGroup         string `json:"consumer_group"`
+	PositionTransactionID string `json:"position_transaction_id"`
+	PositionOffset        int64  `json:"position_offset"`
+	Skipped               int64  `json:"skipped"`
+}
+
+// The switch from the logical relay back to polling (outbox.SwitchBack):
+// moves each relay lane's position forward to the last row of the lane that
+// the slot published, so the polling relay starts where the slot stopped
+// instead of publishing again every row retention kept.
+//
+// The slot published the rows of every transaction committed before its
+// confirmed position; what it holds unconfirmed (the keys given, from a
+// peek) it did not, nor the rows of transactions still open, which commit
+// later with a transaction id at or above the horizon (the oldest
+// transaction open in this database, outbox.outboxHorizon, read before the
+// peek). Transaction ids are not in commit order, so a lane's
+// new position is its last row below the horizon and before the lane's
+// first held row: every row at or before it was published, and no row can
+// still come at or before it. A row after it the slot published too is
+// published again (at least once). A position is never moved back: a lane
+// already past the target is left alone, and so is one a polling relay
+// moved past it meanwhile (the WHERE of the upsert reads the newest
+// version). One row per lane moved, with how many rows it skipped.
+func (q *Queries) OutboxRelayMovePastTheSlot(ctx context.Context, arg OutboxRelayMovePastTheSlotParams) ([]OutboxRelayMovePastTheSlotRow, error) {
+	rows, err := q.db.Query(ctx, outboxRelayMovePastTheSlot, arg.TransactionIds, arg.Offsets, arg.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OutboxRelayMovePastTheSlotRow{}
+	for rows.Next() {
+		var i OutboxRelayMovePastTheSlotRow
+		if err := rows.Scan(
+			&i.ConsumerGroup,
+			&i.PositionTransactionID,
+			&i.PositionOffset,
+			&i.Skipped,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const outboxRowsAheadOfTheRelay = `-- name: OutboxRowsAheadOfTheRelay :one
 SELECT count(*)::bigint AS ahead
 FROM (SELECT unnest($1::text[])::xid8 AS transaction_id,
