@@ -350,8 +350,14 @@ func startWorker(ctx context.Context, g *errgroup.Group, w workerParts) error {
 	if err != nil {
 		return err
 	}
-	// Before the relay starts: a slot nobody reads is warned about, and the
-	// outbox's dropped when the polling relay will publish all it holds.
+	// Before the relay starts: back from OUTBOX_RELAY=logical, the polling
+	// relay's lanes start where the slot stopped (while the slot, the record
+	// of what it published, is still there); a slot nobody reads is warned
+	// about, and the outbox's dropped when the polling relay will publish
+	// all it holds.
+	if cfg.OutboxRelay != config.RelayLogical {
+		outbox.SwitchBack(ctx, pool, w.logger)
+	}
 	outbox.TidySlots(ctx, pool, cfg.OutboxRelay == config.RelayLogical, w.logger)
 	switch n := cfg.ConsumerBatchSize; {
 	case cfg.OutboxRelay == config.RelayLogical:

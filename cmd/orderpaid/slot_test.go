@@ -32,7 +32,9 @@ func databaseWithSlot(t *testing.T) (pool *pgxpool.Pool, dbURL, slot string) {
 // (the switch back to OUTBOX_RELAY=poll) drops the outbox's slot before its
 // relay moves past what the slot holds, so nothing keeps WAL for it; and it
 // warns of a slot of the database that nobody reads, naming the slot, the
-// WAL it holds and the command that drops it.
+// WAL it holds and the command that drops it. Before that it moved the
+// relay's lanes past what the slot published (outbox.SwitchBack, here
+// nothing: the slot holds the one row), and logged it.
 func TestWorkerAfterASwitchToPollDropsTheOutboxSlot(t *testing.T) {
 	t.Parallel()
 	pool, dbURL, slot := databaseWithSlot(t)
@@ -74,7 +76,7 @@ func TestWorkerAfterASwitchToPollDropsTheOutboxSlot(t *testing.T) {
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
 	log := logs.buf.String()
-	for _, want := range []string{"outbox slot dropped", slot, "replication slot with no reader holds WAL", other, "pg_drop_replication_slot('" + other + "')"} {
+	for _, want := range []string{"outbox relay switched back from the WAL", "outbox slot dropped", slot, "replication slot with no reader holds WAL", other, "pg_drop_replication_slot('" + other + "')"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the worker's log lacks %q:\n%s", want, log)
 		}
