@@ -1,8 +1,6 @@
 package model
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,110 +143,4 @@ func TestEachGuardOffBreaksItsInvariant(t *testing.T) {
 			t.Logf("-D%s (--without %s): %s broken, %q, trail of %d steps", g.flag, g.guard, g.invariant, g.violated, steps)
 		})
 	}
-}
-
-// boundaryRe finds a crash matrix boundary as issue 37 names them:
-// process/flow/step, the step a sqlc query with its ordinal
-// (worker/order_paid/OrderMarkPaid#1), watermill's own SQL by its first
-// keyword, or a provider or broker call (api/pay/gateway.charge).
-var (
-	boundaryRe = regexp.MustCompile(`\b(api|worker)/([a-z_]+)/([A-Za-z.]+)(#\d+)?`)
-	moreRe     = regexp.MustCompile(`\b([A-Z][A-Za-z]+)#\d+`)
-	sqlcNameRe = regexp.MustCompile(`(?m)^-- name: (\w+)`)
-)
-
-// calls are the boundaries that are not SQL: each provider call with the
-// route that documents it in docs/, and the broker's verbs.
-var calls = map[string]string{
-	"gateway.charge":       "POST /charges",
-	"gateway.charges":      "GET /charges?order_id=",
-	"notify.send":          "POST /notifications",
-	"notify.notifications": "GET /notifications?order_id=",
-	"broker.publish":       "",
-	"broker.receive":       "",
-	"broker.ack":           "",
-}
-
-// keywords name SQL without a sqlc name, as the query tracer does
-// (internal/platform/postgres/querytrace.go, describeSQL).
-var keywords = map[string]bool{"BEGIN": true, "COMMIT": true, "INSERT": true, "SELECT": true, "UPDATE": true}
-
-// TestBoundariesNameRealQueriesAndCalls: every boundary the model names is a
-// query in sql/queries, watermill's SQL by keyword, or a documented call.
-// The check against the published crash matrix (issue 37) comes with the
-// matrix.
-func TestBoundariesNameRealQueriesAndCalls(t *testing.T) {
-	queries := map[string]bool{}
-	files, err := filepath.Glob("../sql/queries/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no sql/queries: %v", err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range sqlcNameRe.FindAllStringSubmatch(string(b), -1) {
-			queries[m[1]] = true
-		}
-	}
-	var docs strings.Builder
-	for _, pattern := range []string{"../docs/*.md", "../docs/techniques/*.md"} {
-		pages, _ := filepath.Glob(pattern)
-		for _, p := range pages {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs.Write(b)
-		}
-	}
-	f, err := os.Open("orderpaid.pml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		i := strings.Index(text, "boundary:")
-		if i < 0 {
-			continue
-		}
-		text = text[i:]
-		if strings.HasPrefix(text, "boundary:`") {
-			continue // the header, which explains the comments
-		}
-		loc := boundaryRe.FindStringSubmatchIndex(text)
-		if loc == nil {
-			t.Errorf("orderpaid.pml:%d: a boundary comment names no process/flow/step: %s", line, text)
-			continue
-		}
-		m := boundaryRe.FindStringSubmatch(text)
-		steps := []string{m[3]}
-		for _, more := range moreRe.FindAllStringSubmatch(text[loc[1]:], -1) {
-			steps = append(steps, more[1])
-		}
-		for _, step := range steps {
-			name := fmt.Sprintf("%s/%s/%s", m[1], m[2], step)
-			seen[name] = true
-			route, isCall := calls[step]
-			switch {
-			case queries[step], keywords[step]:
-			case isCall && (route == "" || strings.Contains(docs.String(), route)):
-			case isCall:
-				t.Errorf("orderpaid.pml:%d: %s: the call's route %q is in no page of docs/", line, name, route)
-			default:
-				t.Errorf("orderpaid.pml:%d: %s: %s is neither a query in sql/queries nor a known call", line, name, step)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) < 25 {
-		t.Errorf("the model names %d boundaries; it should name every step (at least 25)", len(seen))
-	}
-	t.Logf("%d boundaries, each a query, watermill's SQL or a known call", len(seen))
 }

@@ -14,9 +14,23 @@
  *
  * Each guard of the lab (`orderpaid ... --without NAME`) is a flag: compile
  * with -DNO_STATE_CHECK (and so on) and the guard is replaced by the mistake
- * the lab wires in its place. `boundary:` comments name the crash matrix's
- * boundaries (issue 37: process/flow/sqlc query#n or provider call); a test
- * (model_test.go) checks that each names a real query or a known call.
+ * the lab wires in its place.
+ *
+ * A comment `boundary: LIST` names the crash matrix's boundaries
+ * (docs/crash-matrix.md) a step stands for, exactly as a clean run of the
+ * real code meets them (`orderpaid crashmatrix --list`):
+ *
+ *   LIST = NAME, NAME, ...         names apart by a comma and a space
+ *   NAME = process/work/span#n     api/orders_payments/POST /charges#1
+ *        | span#n                  COMMIT#1: the process/work of the NAME before
+ *
+ * A span may hold spaces, never a comma or a '#'; each NAME ends at its
+ * ordinal (#n), and what follows the list's last NAME is prose. A step a
+ * clean run never meets (a take-over or a look-up that only recovery runs,
+ * a release after a lost answer) is said in words, without the prefix. A
+ * test (model_test.go) fails for each NAME with no row in the page's table,
+ * and for each flow of the page (payment, webhook, relay, order_paid,
+ * order_confirmed) that no NAME here belongs to.
  */
 
 /* ---- bounds: what keeps the state space small ------------------------- */
@@ -78,32 +92,32 @@ request:
   gk = 3 + r;             /* PayWithoutKey: a fresh gateway key, no claim at all */
   goto call;
 #endif
-  atomic {  /* phase 1, one transaction; boundary: api/pay/IdempotencyKeyInsert#1 */
+  atomic {  /* phase 1, one transaction; boundary: api/orders_payments/BEGIN#1, OrderGet#1, IdempotencyKeyInsert#1 */
     if
-    :: keyrow[k] == CHARGED -> goto answered   /* boundary: api/pay/IdempotencyKeyGet#1: the stored answer */
-    :: else -> keyrow[k] = CHARGING            /* new, or recovered after its lock ran out (IdempotencyKeyRecover#1) */
+    :: keyrow[k] == CHARGED -> goto answered   /* a retry only: IdempotencyKeyGet, the stored answer */
+    :: else -> keyrow[k] = CHARGING            /* new, or recovered after its lock ran out (recovery only: IdempotencyKeyRecover) */
     fi;
 #ifdef NO_CHARGE_CLAIM
     gk = k                /* NoChargeClaim: the gateway key from the request's key */
 #else
-    if                    /* boundary: api/pay/OrderChargeInsert#1 */
+    if                    /* boundary: api/orders_payments/OrderChargeInsert#1 */
     :: paid || charge == CHARGED -> keyrow[k] = CHARGED; goto answered  /* alreadyPaid: 409, stored */
     :: charge == NONE -> charge = CHARGING
-    :: charge == CHARGING -> unknown = true   /* boundary: api/pay/OrderChargeTakeOver#1 */
+    :: charge == CHARGING -> unknown = true   /* recovery only: OrderChargeTakeOver */
     fi;
     gk = CHARGEKEY
 #endif
-  };                      /* boundary: api/pay/COMMIT#1: the key and the charge now locked */
+  };                      /* boundary: api/orders_payments/COMMIT#1: the key and the charge now locked */
 call:
   atomic {
     CRASH(gone);          /* payment.before_gateway_call: the key and the charge stay locked */
 #ifndef NO_ASK_FIRST
-    if                    /* askFirst; boundary: api/pay/gateway.charges (GET /charges?order_id=) */
+    if                    /* askFirst; recovery only: the look-up, GET /charges?order_id= */
     :: unknown && charges > 0 -> charge = CHARGED; keyrow[k] = CHARGED; goto answered
     :: else -> skip
     fi;
 #endif
-    /* boundary: api/pay/gateway.charge (POST /charges) */
+    /* boundary: api/orders_payments/POST /charges#1 */
     if
     :: gwkeys & (1 << gk) -> skip               /* a key it remembers: the same answer, no charge */
     :: else -> charges++; gwkeys = gwkeys | (1 << gk);
@@ -111,18 +125,18 @@ call:
     fi;
 #ifndef NO_IDEMPOTENCY_KEY
     if                    /* its answer is lost (a 502, a timeout): the api gives the key and the charge back */
-    :: faults < MAXFAULT -> faults++; goto gone /* boundary: api/pay/OrderChargeRelease#1, IdempotencyKeyRelease#1 */
+    :: faults < MAXFAULT -> faults++; goto gone /* a lost answer only: OrderChargeRelease, IdempotencyKeyRelease */
     :: true
     fi
 #endif
   };
 #ifndef NO_IDEMPOTENCY_KEY
-  atomic {                /* boundary: api/pay/OrderChargeSettle#1, IdempotencyKeyComplete#1 */
-    CRASH(gone);          /* payment.after_gateway_call: charged, nothing stored, rows left charging */
+  atomic {                /* boundary: api/orders_payments/BEGIN#2, GatewayChargeCallInsert#1, OrderChargeSettle#1, IdempotencyKeyComplete#1, COMMIT#2 */
+    CRASH(gone);          /* payment.after_gateway_call, the cell POST /charges#1:after: charged, nothing stored, rows left charging */
     charge = CHARGED; keyrow[k] = CHARGED
   };
 #endif
-answered:                 /* the client may still time out before it reads the answer */
+answered:                 /* boundary: api/orders_payments/end#1: the answer next; the client may still time out before it reads it */
 gone:                     /* no answer: the client retries, same key or a new one, or gives up */
   atomic {
     r++; unknown = false; gk = 0;
@@ -140,7 +154,7 @@ proctype Webhook() {
 end:
   charges > 0;            /* it sends nothing before it has charged */
 deliver:
-  atomic {                /* boundary: api/webhook/WebhookInboxInsert#1 .. COMMIT#1 */
+  atomic {                /* boundary: api/webhooks_payments/OrderGet#1, BEGIN#1, WebhookInboxInsert#1 */
     /* the api may die before the COMMIT: nothing is written, no 2xx, and the
      * gateway sends it again, which is the next delivery: no state of its own */
 #ifdef NO_WEBHOOK_INBOX
@@ -149,14 +163,14 @@ deliver:
     fresh = !(whinbox & (1 << ev)); whinbox = whinbox | (1 << ev);
 #endif
     if
-    :: fresh -> charge = CHARGED;  /* boundary: api/webhook/OrderChargeRecordFromEvent#1 */
-       ob[m]++;                    /* boundary: api/webhook/INSERT#1 (watermill's outbox row) */
+    :: fresh -> charge = CHARGED;  /* boundary: api/webhooks_payments/OrderChargeRecordFromEvent#1 */
+       ob[m]++;                    /* boundary: api/webhooks_payments/outbox_write order_paid#1, INSERT#1 (watermill's outbox row) */
        accepted[ev]++;
        assert(accepted[ev] <= 1)   /* INVARIANT one acceptance per event */
     :: else -> skip
     fi;
     fresh = false;
-    sent++;               /* a crash after the COMMIT loses the 2xx: it is sent again, below */
+    sent++;               /* boundary: api/webhooks_payments/COMMIT#1, end#1: a crash after the COMMIT loses the 2xx: it is sent again, below */
     if                    /* two deliveries at most: */
     :: sent < 2 -> goto deliver                 /* the same event again, same event id */
     :: sent < 2 -> ev = 1; m = OP2; goto deliver /* a second event for the same payment */
@@ -169,13 +183,13 @@ deliver:
 proctype Relay() {
   byte m;
 end:
-  atomic {                /* boundary: worker/relay/SELECT#1 (watermill reads the outbox) */
+  atomic {                /* watermill reads the outbox: not a crash matrix boundary, the work begins */
     if :: ob[OP1] > 0 -> m = OP1 :: ob[OP2] > 0 -> m = OP2 :: ob[OC] > 0 -> m = OC fi;
-    bq[m]++; ever[m] = true   /* boundary: worker/relay/broker.publish */
+    bq[m]++; ever[m] = true   /* boundary: worker/relay_order_paid/INSERT#1, worker/relay_order_confirmed/INSERT#1 (the publish: watermill's INSERT into the postgres broker's table) */
   };
   atomic {
     CRASH(end);           /* killed before its position moves: the row is published again */
-    ob[m]--; m = 0        /* boundary: worker/relay/broker.ack (the relay's position) */
+    ob[m]--; m = 0        /* boundary: worker/relay_order_paid/end#1, worker/relay_order_confirmed/end#1 (the relay's position) */
   };
   goto end
 }
@@ -185,7 +199,7 @@ proctype OrderPaid() {
   byte m;
   bool held;
 end:
-  atomic {                /* boundary: worker/order_paid/broker.receive */
+  atomic {                /* a delivery: not a crash matrix boundary, the work begins */
     if :: bq[OP1] > 0 -> m = OP1 :: bq[OP2] > 0 -> m = OP2 fi; bq[m]--;
     if                    /* its lease runs out while it works: the broker hands the message to another */
     :: faults < MAXFAULT -> faults++; bq[m]++
@@ -195,10 +209,10 @@ end:
   atomic {                /* step 1, one transaction: markPaid (a crash inside it rolls it back) */
     CRASH(crashed);
 #ifdef NO_STATE_CHECK
-    if                    /* boundary: worker/order_paid/OrderMarkPaidUnconditional#1 */
+    if                    /* the mistake's query, OrderMarkPaidUnconditional, in the place of OrderMarkPaid#1 */
     :: true ->
 #else
-    if                    /* boundary: worker/order_paid/OrderMarkPaid#1: UPDATE ... WHERE status = 'pending' */
+    if                    /* boundary: worker/order_paid/BEGIN#1, OrderMarkPaid#1: UPDATE ... WHERE status = 'pending' */
     :: !paid ->
 #endif
        paid = true; transitions++;             /* boundary: worker/order_paid/OrderTransitionInsert#1 */
@@ -206,18 +220,18 @@ end:
 #ifdef NO_OUTBOX
        held = true        /* PublishAfterCommit: held, to be sent once this commits */
 #else
-       ob[OC]++           /* boundary: worker/order_paid/INSERT#1 (the confirmation, same transaction) */
+       ob[OC]++           /* boundary: worker/order_paid/outbox_write order_confirmed#1, INSERT#1 (the confirmation, same transaction) */
 #endif
     :: else -> skip
     fi
   };                      /* boundary: worker/order_paid/COMMIT#1 */
 #ifdef NO_OUTBOX
-  atomic {                /* boundary: worker/order_paid/broker.publish */
+  atomic {                /* the mistake: published after the COMMIT (no boundary of a clean run) */
     CRASH(crashed);       /* order_paid.after_mark_paid: the held confirmation dies with the worker */
     if :: held -> bq[OC]++; ever[OC] = true; held = false :: else -> skip fi
   };
 #endif
-  atomic {                /* step 2, one transaction; boundary: worker/order_paid/OrderLockForCommission#1 */
+  atomic {                /* step 2, one transaction; boundary: worker/order_paid/BEGIN#2, OrderLockForCommission#1 */
     CRASH(crashed);       /* order_paid.after_mark_paid */
 #ifdef NO_LEDGER_KEY
     if                    /* ReleaseCommissionUnguarded: keyed by the delivery; boundary: worker/order_paid/LedgerEntryInsert#1 */
@@ -231,8 +245,8 @@ end:
     fi;
 #endif
     assert(commissions <= 1)   /* INVARIANT one commission */
-  };
-  atomic {                /* boundary: worker/order_paid/broker.ack */
+  };                      /* boundary: worker/order_paid/COMMIT#2 */
+  atomic {                /* boundary: worker/order_paid/ExecutionInsert#1, end#1: the broker's ack next */
     CRASH(crashed);       /* order_paid.before_ack */
     m = 0; held = false; goto end
   };
@@ -259,10 +273,10 @@ end:
     if
     :: claim == CHARGED -> goto record          /* sent: nothing to do */
     :: claim == NONE -> claim = CHARGING
-    :: claim == CHARGING -> unknown = true      /* abandoned; boundary: worker/order_confirmed/NotificationClaimTakeOver#1 */
+    :: claim == CHARGING -> unknown = true      /* abandoned; recovery only: NotificationClaimTakeOver */
     fi;
     /* a crash between the claim and the look-up is the crash before the send, below */
-    if                    /* ask first; boundary: worker/order_confirmed/notify.notifications (GET /notifications?order_id=) */
+    if                    /* ask first; recovery only: the look-up, GET /notifications?order_id= */
     :: !unknown -> skip
     :: unknown && emails > 0 -> goto settle     /* it sent it: settle, send nothing */
     :: unknown && emails > 0 && (npkeys & (1 << lastkey)) -> window = true  /* its search lags a recent send */
@@ -270,7 +284,7 @@ end:
     fi
   };
 #endif
-  atomic {                /* boundary: worker/order_confirmed/notify.send (POST /notifications) */
+  atomic {                /* boundary: worker/order_confirmed/POST /notifications#1 */
     CRASH(crashed);
 #ifdef NO_PROVIDER_KEY
     key = fresh; fresh++; /* FreshKey: a new key per call */
@@ -285,13 +299,13 @@ end:
     fi;
     key = 0;
     if                    /* the provider sent it and the answer is lost: the claim is given back, retried */
-    :: faults < MAXFAULT -> faults++; goto crashed  /* boundary: worker/order_confirmed/NotificationClaimRelease#1 */
+    :: faults < MAXFAULT -> faults++; goto crashed  /* a lost answer only: NotificationClaimRelease */
     :: true
     fi
   };
 settle:
 #ifndef NO_NOTIFICATION_CLAIM
-  atomic {                /* boundary: worker/order_confirmed/NotificationLogInsert#1, then NotificationClaimSettle#1 */
+  atomic {                /* boundary: worker/order_confirmed/NotificationLogInsert#1, NotificationClaimSettle#1 */
     CRASH(crashed);
     claim = CHARGED
   };
@@ -302,7 +316,7 @@ record:
     inbox = true
   };
 ack:
-  atomic {                /* boundary: worker/order_confirmed/broker.ack */
+  atomic {                /* boundary: worker/order_confirmed/ExecutionInsert#1, end#1: the broker's ack next */
     CRASH(crashed);
     unknown = false; goto end
   };
