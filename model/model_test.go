@@ -1,10 +1,12 @@
 package model
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +144,150 @@ func TestEachGuardOffBreaksItsInvariant(t *testing.T) {
 			}
 			t.Logf("-D%s (--without %s): %s broken, %q, trail of %d steps", g.flag, g.guard, g.invariant, g.violated, steps)
 		})
+	}
+}
+
+// The model's comments name the crash matrix's boundaries (orderpaid.pml's
+// header gives the syntax): "boundary: LIST", LIST names apart by ", ", each
+// NAME a whole process/work/span#n or, after the first, a span#n of the
+// process/work before it. A NAME ends at its ordinal; what follows the
+// list's last NAME is prose.
+var (
+	nameRe = regexp.MustCompile(`^[^,#*]+#[0-9]+`)
+	workRe = regexp.MustCompile(`^(api|worker)/[a-z_]+/`)
+)
+
+// boundaryNames reads the list that starts text (just past "boundary:").
+func boundaryNames(text string) ([]string, error) {
+	text = strings.TrimPrefix(text, " ")
+	var names []string
+	work := ""
+	for {
+		name := nameRe.FindString(text)
+		if name == "" || strings.TrimSpace(name) != name {
+			return names, fmt.Errorf("no NAME ending in #n at %q", text)
+		}
+		text = text[len(name):]
+		if w := workRe.FindString(name); w != "" {
+			work = w
+		} else if work == "" {
+			return names, fmt.Errorf("%s: a span#n with no process/work before it", name)
+		} else {
+			name = work + name
+		}
+		names = append(names, name)
+		if !strings.HasPrefix(text, ",") {
+			return names, nil
+		}
+		rest, ok := strings.CutPrefix(text, ", ")
+		if !ok {
+			return names, fmt.Errorf("%s: a comma and a space between two names, not %q", name, text)
+		}
+		text = rest
+	}
+}
+
+// modelBoundaries returns each boundary orderpaid.pml names, with the line
+// that names it first. A "boundary:" right after a backquote is the header's
+// explanation, not a list.
+func modelBoundaries(t *testing.T) (names []string, line map[string]int) {
+	t.Helper()
+	src, err := os.ReadFile("orderpaid.pml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line = map[string]int{}
+	for n, text := range strings.Split(string(src), "\n") {
+		for at := 0; ; {
+			i := strings.Index(text[at:], "boundary:")
+			if i < 0 {
+				break
+			}
+			i += at
+			at = i + len("boundary:")
+			if i > 0 && text[i-1] == '`' {
+				continue
+			}
+			found, err := boundaryNames(text[at:])
+			if err != nil {
+				t.Errorf("orderpaid.pml:%d: %v", n+1, err)
+			}
+			for _, name := range found {
+				if _, seen := line[name]; !seen {
+					line[name] = n + 1
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return names, line
+}
+
+// matrixRows reads the rows of the crash matrix page's table, "| flow |
+// `BOUNDARY` | dies before | dies after | code |": each boundary's flow.
+func matrixRows(page string) map[string]string {
+	flowOf := map[string]string{}
+	for _, text := range strings.Split(page, "\n") {
+		if !strings.HasPrefix(text, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(strings.TrimSpace(text), "|"), "|")
+		if len(cells) < 2 {
+			continue
+		}
+		flow, b := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1])
+		if flow == "" || len(b) < 2 || b[0] != '`' || b[len(b)-1] != '`' || !workRe.MatchString(b[1:len(b)-1]) {
+			continue
+		}
+		flowOf[b[1:len(b)-1]] = flow
+	}
+	return flowOf
+}
+
+// TestModelBoundariesAreTheCrashMatrixs: every boundary a comment of the
+// model names is a row of the published crash matrix (docs/crash-matrix.md,
+// made from a clean run of the real code), and every flow of the matrix has
+// a boundary in the model. A boundary renamed or gone from the code fails
+// here once the page is made again; so does a flow the model leaves out.
+func TestModelBoundariesAreTheCrashMatrixs(t *testing.T) {
+	const pagePath = "../docs/crash-matrix.md"
+	b, err := os.ReadFile(pagePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	flowOf := matrixRows(page)
+	flows := map[string]int{}
+	for _, flow := range flowOf {
+		flows[flow] = 0
+	}
+	if len(flows) == 0 {
+		t.Fatalf("%s: no table row \"| flow | `BOUNDARY` | ...\"", pagePath)
+	}
+	names, line := modelBoundaries(t)
+	if len(names) == 0 {
+		t.Fatal("orderpaid.pml names no boundary")
+	}
+	for _, name := range names {
+		if !strings.Contains(page, "| `"+name+"` |") {
+			t.Errorf("orderpaid.pml:%d: %s has no row in %s", line[name], name, pagePath)
+			continue
+		}
+		if flow, ok := flowOf[name]; ok {
+			flows[flow]++
+		}
+	}
+	var sorted []string
+	for flow := range flows {
+		sorted = append(sorted, flow)
+	}
+	sort.Strings(sorted)
+	for _, flow := range sorted {
+		if flows[flow] == 0 {
+			t.Errorf("the flow %s of %s has no boundary in orderpaid.pml", flow, pagePath)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("%d boundaries of the model, each a row of %s; its flows %v, each with one at least", len(names), pagePath, sorted)
 	}
 }
