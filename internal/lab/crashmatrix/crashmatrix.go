@@ -171,7 +171,7 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 		Summary:   "the payment once, every boundary recorded",
 		Protected: scenario.Expect{Checks: Checks()},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
-			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{})
+			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{}, "")
 		},
 	}
 	cfg.Parallel = 1
@@ -244,9 +244,9 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 			record := []string{"--boundaries", answers}
 			crash := append([]string{"--crash-at", c.String()}, record...)
 			if c.Process() == "api" {
-				return pay(ctx, s, crash, record, &c, p)
+				return pay(ctx, s, crash, record, &c, p, answers)
 			}
-			return pay(ctx, s, record, crash, &c, p)
+			return pay(ctx, s, record, crash, &c, p, answers)
 		},
 		// Settled once the e-mail's consumer has run; with a guard off,
 		// also once LostAfter has passed with nothing moving: the
@@ -266,7 +266,7 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 // its extra arguments), one order paid with a key; then, if cell is set,
 // the dead process restarted and the client retrying as a real one would,
 // with the providers behaving as p says.
-func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, cell *Cell, p Providers) error {
+func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, cell *Cell, p Providers, answers string) error {
 	if err := s.StartFakes(ctx); err != nil {
 		return err
 	}
@@ -320,9 +320,32 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		return err
 	}
 	if p.TwoEvents {
+		// The guards' answers to the second event are not the crash's:
+		// once the recovery has reached the e-mail and gone quiet (or
+		// LostAfter has passed: with a guard off it may be lost), Answers
+		// stops at this line.
+		s.WaitFor(ctx, "the recovery", LostAfter, func(c scenario.Counts) bool { return c.ExecOrderConfirmed >= 1 })
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+		if err := appendLine(answers, endOfRecovery); err != nil {
+			return err
+		}
 		return secondEvent(ctx, s)
 	}
 	return nil
+}
+
+// endOfRecovery ends the answers of a cell's recovery in its answers file.
+const endOfRecovery = "@@ end of the recovery"
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
 }
 
 // recoverFrom is a cell's recovery: the process's death and restart (die),
@@ -397,13 +420,16 @@ func recordArgs(args []string) []string {
 	return nil
 }
 
-// Answers reads the guards' answers a cell's processes recorded: each
-// technique that answered already_applied, once, in the order first seen
-// ("state_check", "inbox").
+// Answers reads the guards' answers a cell's processes recorded in its
+// recovery: each technique that answered already_applied, once, in the
+// order first seen ("state_check", "inbox").
 func Answers(path string) []string {
 	lines, _ := readLines(path)
 	var out []string
 	for _, l := range lines {
+		if l == endOfRecovery {
+			break
+		}
 		if t, ok := strings.CutPrefix(l, "@"); ok {
 			t = strings.TrimSuffix(t, "=already_applied")
 			if !slices.Contains(out, t) {
