@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -95,17 +96,36 @@ func TestCrashMatrixFindsTheBlindCharge(t *testing.T) {
 // TestCrashMatrixPageHasEveryBoundary fails when a clean run meets a
 // boundary that the published page has no row for: a statement added to a
 // flow is named here until docs/crash-matrix.md (and its pt-BR twin) is
-// made again from a run (orderpaid crashmatrix).
+// made again from a run (orderpaid crashmatrix --markdown). Each row's code
+// link must also still point at the line its boundary sits on.
 func TestCrashMatrixPageHasEveryBoundary(t *testing.T) {
 	all := crashmatrix.Select(boundaries(t))
-	for _, page := range []string{"../../../docs/crash-matrix.md", "../../../docs/pt-BR/crash-matrix.md"} {
+	for page, up := range map[string]string{"../../../docs/crash-matrix.md": "../", "../../../docs/pt-BR/crash-matrix.md": "../../"} {
 		text, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
+		rows := map[string]string{} // boundary -> its row
+		for _, line := range strings.Split(string(text), "\n") {
+			if _, rest, ok := strings.Cut(line, "| `"); ok && strings.HasPrefix(line, "| ") {
+				if b, _, ok := strings.Cut(rest, "` |"); ok {
+					rows[b] = line
+				}
+			}
+		}
 		for _, b := range all {
-			if !strings.Contains(string(text), "| `"+b+"` |") {
+			row, ok := rows[b]
+			if !ok {
 				t.Errorf("%s has no row for the boundary %s", page, b)
+				continue
+			}
+			cells := strings.Split(strings.Trim(row, "| "), " | ")
+			want := "-"
+			if path, line := crashmatrix.Locate("../../..", b); path != "" {
+				want = fmt.Sprintf("[%s:%d](%s%s#L%d)", filepath.Base(path), line, up, path, line)
+			}
+			if got := cells[len(cells)-1]; got != want {
+				t.Errorf("%s: the row of %s links %s; the boundary now sits at %s", page, b, got, want)
 			}
 		}
 	}
