@@ -50,5 +50,8 @@ go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/orderpaid-test.log
 step "broker outage on RabbitMQ (stops and starts the local RabbitMQ app, so it runs alone)"
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestBrokerDownAndBack/amqp' ./cmd/orderpaid
 
+step "the outbox's switch back (holds the server's oldest transaction open, stalling every postgres-broker consumer, so it runs alone)"
+ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSwitchBack' ./internal/outbox
+
 step "soak with a PostgreSQL restart (restarts the local PostgreSQL, so it runs alone)"
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSoakUnderFaults' ./internal/lab/soak
