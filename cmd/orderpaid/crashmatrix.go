@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/orderpaid/orderpaid/internal/lab/crashmatrix"
-	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
@@ -83,14 +82,11 @@ func runCrashMatrix(e env) error {
 		runCfg.Env["CONSUMER_BATCH_SIZE"] = strconv.Itoa(*batch)
 		flags += " --batch " + strconv.Itoa(*batch)
 	}
-	if runCfg.Broker == config.BrokerKafka && runCfg.Env["KAFKA_BROKERS"] == "" {
-		cluster, err := kafkalab.Start()
-		if err != nil {
-			return err
-		}
-		defer cluster.Close()
-		runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
+	stopKafka, err := inProcessKafka(e, "crashmatrix", "the cells", runCfg)
+	if err != nil {
+		return err
 	}
+	defer stopKafka()
 
 	start := time.Now()
 	var cells []crashmatrix.Cell

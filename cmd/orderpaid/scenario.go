@@ -107,15 +107,11 @@ func scenarioRun(e env) error {
 		return err
 	}
 	runCfg.Audits = *audits
-	if runCfg.Broker == config.BrokerKafka && runCfg.Env["KAFKA_BROKERS"] == "" {
-		cluster, err := kafkalab.Start()
-		if err != nil {
-			return err
-		}
-		defer cluster.Close()
-		runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
-		fmt.Fprintf(e.stderr, "scenario: KAFKA_BROKERS is not set: the scenarios run on an in-process Kafka cluster at %s (franz-go's kfake, gone when this command ends); set KAFKA_BROKERS to run them on a real one\n", cluster.Brokers())
+	stopKafka, err := inProcessKafka(e, "scenario", "the scenarios", runCfg)
+	if err != nil {
+		return err
 	}
+	defer stopKafka()
 	results := scenario.Run(e.ctx, runCfg, cases)
 	fmt.Fprintln(e.stdout)
 	if err := scenario.WriteTable(e.stdout, results); err != nil {
@@ -132,6 +128,23 @@ func scenarioRun(e env) error {
 		}
 	}
 	return nil
+}
+
+// inProcessKafka starts an in-process Kafka cluster for a run of name on
+// the kafka broker when KAFKA_BROKERS is not set, points the children at it
+// and says so ("the scenarios run on ..."); stop ends it. Otherwise it does
+// nothing.
+func inProcessKafka(e env, name, what string, runCfg scenario.Config) (stop func(), err error) {
+	if runCfg.Broker != config.BrokerKafka || runCfg.Env["KAFKA_BROKERS"] != "" {
+		return func() {}, nil
+	}
+	cluster, err := kafkalab.Start()
+	if err != nil {
+		return nil, err
+	}
+	runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
+	fmt.Fprintf(e.stderr, "%s: KAFKA_BROKERS is not set: %s run on an in-process Kafka cluster at %s (franz-go's kfake, gone when this command ends); set KAFKA_BROKERS to run them on a real one\n", name, what, cluster.Brokers())
+	return cluster.Close, nil
 }
 
 // scenarioCases turns NAME|all, --without and --matrix into the runs to make.
