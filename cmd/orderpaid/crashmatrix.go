@@ -24,11 +24,13 @@ func runCrashMatrix(e env) error {
 	flow := fs.String("flow", "all", "the flow to crash: all, or one of "+strings.Join(crashmatrix.FlowNames, ", "))
 	brokerName := fs.String("broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
 	batch := fs.Int("batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
-	without := fs.String("without", "", "switch one guard off and show where its damage appears: "+strings.Join(switches.Names(), ", "))
+	without := fs.String("without", "", "switch guards off (comma-separated) and show where their damage appears: "+strings.Join(switches.Names(), ", "))
 	only := fs.String("only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after, as the table's replay lines print it")
 	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
 	twice := fs.Bool("two-events", false, "once the flow has recovered, the gateway sends the payment's event again under a new event id (a second order_paid for the same payment)")
 	late := fs.Bool("late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
+	lateRetry := fs.Bool("late-retry", false, "a client without an answer comes back only once the webhook has paid the order (not with --late-webhook)")
+	lag := fs.Bool("search-lag", false, "the providers' search has not caught up with anything made in the cell: a look-up after the crash finds nothing (not with --forget-keys)")
 	list := fs.Bool("list", false, "print the boundaries the clean run met and stop")
 	asJSON := fs.Bool("json", false, "print one JSON object per cell instead of the table")
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown, each boundary linked to its line of code (docs/crash-matrix.md is made with it)")
@@ -45,8 +47,16 @@ func runCrashMatrix(e env) error {
 	if *everyGuard && *without != "" {
 		return usageError{errors.New("crashmatrix: --every-guard already switches each guard off; drop --without")}
 	}
-	if *without != "" && !slices.Contains(switches.Names(), *without) {
-		return usageError{fmt.Errorf("crashmatrix: --without %q: want one of %s", *without, strings.Join(switches.Names(), ", "))}
+	for _, g := range strings.Split(*without, ",") {
+		if *without != "" && !slices.Contains(switches.Names(), g) {
+			return usageError{fmt.Errorf("crashmatrix: --without %q: want one or more of %s, comma-separated", g, strings.Join(switches.Names(), ", "))}
+		}
+	}
+	if *lateRetry && *late {
+		return usageError{errors.New("crashmatrix: --late-retry and --late-webhook order the same two things the other way: choose one")}
+	}
+	if *lag && *forget {
+		return usageError{errors.New("crashmatrix: --search-lag with --forget-keys leaves the providers nothing to remember a call by: run them apart")}
 	}
 	if *batch < 1 || *parallel < 1 || *parallel > 16 {
 		return usageError{errors.New("crashmatrix: --batch must be at least 1 and --parallel 1 to 16")}
@@ -112,7 +122,7 @@ func runCrashMatrix(e env) error {
 		cells = crashmatrix.Cells(boundaries)
 		fmt.Fprintf(e.stderr, "crashmatrix: %d boundaries, %d cells, %d at a time\n", len(boundaries), len(cells), runCfg.Parallel)
 	}
-	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late, TwoEvents: *twice}
+	providers := crashmatrix.Providers{Forget: *forget, LateWebhook: *late, TwoEvents: *twice, SearchLag: *lag, LateRetry: *lateRetry}
 	flags += providers.Flags()
 	outcomes := crashmatrix.Run(e.ctx, runCfg, cells, *without, providers)
 	switch {
@@ -146,13 +156,16 @@ func crashMatrixGuards(e env, runCfg scenario.Config, cells []crashmatrix.Cell, 
 	by := crashmatrix.RunGuards(e.ctx, runCfg, cells, guards, p)
 	fmt.Fprintln(e.stdout)
 	if markdown {
-		if err := crashmatrix.WriteDamageMarkdown(e.stdout, by, guards); err != nil {
+		if err := crashmatrix.WriteDamageMarkdown(e.stdout, by, guards, p); err != nil {
 			return err
 		}
 	} else {
 		for _, g := range guards {
-			fmt.Fprintf(e.stdout, "\nwithout %s:\n", g)
-			if err := crashmatrix.WriteTable(e.stdout, by[g], " --without "+g+p.Flags()); err != nil {
+			if len(by[g]) == 0 {
+				continue
+			}
+			fmt.Fprintf(e.stdout, "\nwithout %s (%s):\n", by[g][0].Without, crashmatrix.GuardProviders(g, p))
+			if err := crashmatrix.WriteTable(e.stdout, by[g], crashmatrix.GuardProviders(g, p).Flags()); err != nil {
 				return err
 			}
 		}

@@ -15,3 +15,13 @@ SELECT (payload ->> 'destination_topic')::text AS topic, (payload ->> 'uuid')::t
 FROM watermill_outbox
 WHERE payload -> 'metadata' ->> 'order_id' = sqlc.arg(order_id)::uuid::text
 ORDER BY "offset";
+
+-- name: ScenarioEventsAccepted :one
+-- The payment events the webhook accepted for these orders: each wrote one
+-- order_paid message to the outbox, in the transaction of its webhook
+-- inbox row (an operator's replay, orderpaid reprocess, is not counted).
+-- One per distinct event the gateway sent, however often it delivered it.
+SELECT count(*) FROM watermill_outbox
+WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[])
+  AND payload ->> 'destination_topic' = 'order_paid'
+  AND payload -> 'metadata' ->> 'replayed_by' IS NULL;

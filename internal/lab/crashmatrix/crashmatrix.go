@@ -82,7 +82,23 @@ type Providers struct {
 	// two events for one payment do: a second order_paid message, with a
 	// message id of its own, for the same business fact.
 	TwoEvents bool
+	// SearchLag: the providers' search (GET /charges?order_id=, GET
+	// /notifications?order_id=) has not caught up with anything made in the
+	// cell, so a look-up after the crash finds nothing; their keys have,
+	// and only the key keeps a call re-sent then from being a second one.
+	// Keys forgotten as well (Forget) leave nothing to keep it: the two
+	// are not run together.
+	SearchLag bool
+	// LateRetry: a client without an answer comes back only once the
+	// payment's webhook has paid the order (a person who reloads the page
+	// later), so only the webhook tells the service of a charge whose
+	// answer died with the api. Not with LateWebhook.
+	LateRetry bool
 }
+
+// searchLag is the providers' search lag with SearchLag: longer than any
+// cell.
+const searchLag = 10 * time.Minute
 
 func (p Providers) String() string {
 	keys, webhook := "remember their keys", "webhook on time"
@@ -94,6 +110,12 @@ func (p Providers) String() string {
 	}
 	if p.TwoEvents {
 		webhook += ", sent twice under two event ids"
+	}
+	if p.SearchLag {
+		keys += ", their search behind"
+	}
+	if p.LateRetry {
+		webhook += ", the client back after it"
 	}
 	return "providers " + keys + ", " + webhook
 }
@@ -109,6 +131,12 @@ func (p Providers) Flags() string {
 	}
 	if p.TwoEvents {
 		f += " --two-events"
+	}
+	if p.SearchLag {
+		f += " --search-lag"
+	}
+	if p.LateRetry {
+		f += " --late-retry"
 	}
 	return f
 }
@@ -169,7 +197,7 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 	clean := &scenario.Scenario{
 		Name:      "crashmatrix-clean-run",
 		Summary:   "the payment once, every boundary recorded",
-		Protected: scenario.Expect{Checks: Checks()},
+		Protected: scenario.Expect{Checks: Checks(Providers{})},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
 			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{}, "")
 		},
@@ -238,7 +266,7 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 		Name:      c.slug(),
 		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + "; " + p.String(),
 		Repeated:  "recovery from a crash " + string(c.Side) + " " + c.Boundary,
-		Protected: scenario.Expect{Checks: Checks()},
+		Protected: scenario.Expect{Checks: Checks(p)},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
 			defer func() { ran = time.Now() }()
 			record := []string{"--boundaries", answers}
@@ -275,6 +303,11 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 			return err
 		}
 	}
+	if p.SearchLag {
+		if err := s.SearchLag(ctx, searchLag); err != nil {
+			return err
+		}
+	}
 	api, err := s.StartAPIWith(ctx, append([]string{"--lease", Lease.String()}, apiArgs...)...)
 	if err != nil {
 		return err
@@ -299,6 +332,12 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	retries := func() error {
 		if answered {
 			return nil
+		}
+		if p.LateRetry {
+			// Back once the webhook has paid the order; at once if no
+			// charge was made (no webhook will come).
+			s.WaitFor(ctx, "the webhook's payment, before the client is back", LostAfter,
+				func(c scenario.Counts) bool { return c.Paid >= 1 || c.Charges == 0 })
 		}
 		return retry(ctx, s, id, key)
 	}
@@ -502,28 +541,38 @@ func sleep(ctx context.Context, d time.Duration) error {
 // SKU is the item of every cell's order: one unit of it, out of 10.
 const SKU = "sku-crash"
 
-// Checks are what every cell is held to, the effects: one charge, one order
-// paid, one commission, one confirmation delivered, one e-mail, and the
-// item taken out of stock once. The outbox's rows are not an effect (with
-// the outbox off there are none, by design): what the outbox protects shows
-// in the confirmation delivered and the e-mail.
-func Checks() []scenario.Check {
+// Checks are what every cell is held to, the effects: one charge, on the
+// service's record too (a charge the service does not know of cannot be
+// refunded), one payment event accepted per event the gateway sent (two
+// with TwoEvents), one order paid, one commission, one confirmation
+// delivered, one e-mail, and the item taken out of stock once. The
+// outbox's rows are not an effect (with the outbox off there are none, by
+// design): what the outbox protects shows in the confirmation delivered
+// and the e-mail.
+func Checks(p Providers) []scenario.Check {
 	var out []scenario.Check
 	for _, c := range scenario.Once(1) {
 		if c.Metric != scenario.Enqueued {
 			out = append(out, c)
 		}
 	}
-	return append(out, scenario.Check{Metric: scenario.StockReserved, Min: 1, Max: 1})
+	events := int64(1)
+	if p.TwoEvents {
+		events = 2
+	}
+	return append(out,
+		scenario.Check{Metric: scenario.StockReserved, Min: 1, Max: 1},
+		scenario.Check{Metric: scenario.Recorded, Min: 1, Max: 1},
+		scenario.Check{Metric: scenario.Accepted, Min: events, Max: events})
 }
 
 // Damage is what a cell's counts show beyond each effect once, in words
 // ("charges=2 (want 1)"); none when the cell held.
-func Damage(r scenario.Result) []string {
+func Damage(r scenario.Result, p Providers) []string {
 	if r.Err != nil {
 		return []string{firstLine(r.Err.Error())}
 	}
-	return scenario.Expect{Checks: Checks()}.Failed(r.Counts)
+	return scenario.Expect{Checks: Checks(p)}.Failed(r.Counts)
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

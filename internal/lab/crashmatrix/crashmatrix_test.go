@@ -146,3 +146,64 @@ func TestLocateFindsTheLineABoundarySitsOn(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers: the four guards
+// whose damage another guard or the provider usually hides show it in their
+// cell, and only there with them off: the charge left off the service's
+// record when the client comes back after the webhook (charge-record), the event accepted twice (webhook-inbox), the
+// e-mail re-sent under a fresh key while the provider's search lags
+// (provider-key), and the e-mail a redelivery sends again when the e-mail's
+// claim is off too (inbox, beneath notification-claim: the claim alone off
+// is held by the inbox there).
+func TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers(t *testing.T) {
+	cfg := config(t)
+	all := boundaries(t)
+	for _, tc := range []struct {
+		cell    crashmatrix.Cell
+		guard   string
+		p       crashmatrix.Providers
+		damage  string
+		metric  scenario.Metric
+		damaged int64
+	}{
+		{crashmatrix.Cell{Boundary: "api/orders_payments/POST /charges#1", Side: fault.After}, "charge-record",
+			crashmatrix.GuardProviders("charge-record", crashmatrix.Providers{LateWebhook: true}),
+			"charges_recorded=0", scenario.Recorded, 0},
+		{crashmatrix.Cell{Boundary: "api/webhooks_payments/COMMIT#1", Side: fault.After}, "webhook-inbox", crashmatrix.Providers{},
+			"payment_event_accepted=2", scenario.Accepted, 2},
+		{crashmatrix.Cell{Boundary: "worker/order_confirmed/POST /notifications#1", Side: fault.After}, "provider-key",
+			crashmatrix.GuardProviders("provider-key", crashmatrix.Providers{Forget: true}), "notifications=2", scenario.Notified, 2},
+	} {
+		t.Run(tc.guard, func(t *testing.T) {
+			t.Parallel()
+			if !slices.Contains(all, tc.cell.Boundary) {
+				t.Fatalf("the clean run met no %s", tc.cell.Boundary)
+			}
+			if tc.guard == "provider-key" && !tc.p.SearchLag || tc.guard == "charge-record" && !tc.p.LateRetry {
+				t.Fatalf("GuardProviders(%s) = %+v: not the world where the guard is the last thing standing", tc.guard, tc.p)
+			}
+			on := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{tc.cell}, "", tc.p)[0]
+			if !on.Held {
+				t.Errorf("%s with every guard on: %v (logs: %s)", tc.cell, on.Damage, on.LogDir)
+			}
+			off := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{tc.cell}, tc.guard, tc.p)[0]
+			if got := tc.metric.Of(off.Counts); got != tc.damaged || !crashmatrix.Damaged(off) {
+				t.Errorf("%s without %s: %s=%d, damage %v; want %s (logs: %s)", tc.cell, tc.guard, tc.metric, got, off.Damage, tc.damage, off.LogDir)
+			}
+		})
+	}
+	t.Run("inbox", func(t *testing.T) {
+		t.Parallel()
+		cell := crashmatrix.Cell{Boundary: "worker/order_confirmed/end#1", Side: fault.Before}
+		by := crashmatrix.RunGuards(context.Background(), cfg, []crashmatrix.Cell{cell},
+			[]string{"notification-claim", "inbox"}, crashmatrix.Providers{Forget: true})
+		if o := by["notification-claim"][0]; !o.Held {
+			t.Errorf("%s without notification-claim: %v, want held by the inbox (logs: %s)", cell, o.Damage, o.LogDir)
+		}
+		o := by["inbox"][0]
+		if o.Without != "inbox,notification-claim" || o.Counts.Notified != 2 || !crashmatrix.Damaged(o) {
+			t.Errorf("%s without %s: %d e-mails, damage %v; want the inbox off beneath the claim, 2 e-mails (logs: %s)",
+				cell, o.Without, o.Counts.Notified, o.Damage, o.LogDir)
+		}
+	})
+}

@@ -49,8 +49,9 @@ func WriteMarkdown(w io.Writer, outcomes []Outcome, root string) error {
 // WriteDamageMarkdown prints, for each guard switched off, the cells whose
 // effects were not once, and what they showed; and how many cells the
 // guard's absence kept from their boundary (not reached: its statement is
-// not run without it).
-func WriteDamageMarkdown(w io.Writer, byGuard map[string][]Outcome, guards []string) error {
+// not run without it). A guard switched off under other providers than p
+// (GuardProviders), or with the guard above it off too (Beneath), says so.
+func WriteDamageMarkdown(w io.Writer, byGuard map[string][]Outcome, guards []string, p Providers) error {
 	fmt.Fprintln(w, "| guard off | cells damaged | not reached | where, and what (first three) |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, g := range guards {
@@ -68,7 +69,14 @@ func WriteDamageMarkdown(w io.Writer, byGuard map[string][]Outcome, guards []str
 		if len(hit) > 0 {
 			where = strings.Join(hit[:min(3, len(hit))], "; ")
 		}
-		if _, err := fmt.Fprintf(w, "| `%s` | %d of %d | %d | %s |\n", g, len(hit), len(byGuard[g]), skipped, where); err != nil {
+		name := "`" + g + "`"
+		if above := Beneath[g]; len(byGuard[g]) > 0 && strings.Contains(byGuard[g][0].Without, ",") {
+			name += " (with `" + above + "` off too)"
+		}
+		if gp := GuardProviders(g, p); gp != p {
+			name += " (" + gp.String() + ")"
+		}
+		if _, err := fmt.Fprintf(w, "| %s | %d of %d | %d | %s |\n", name, len(hit), len(byGuard[g]), skipped, where); err != nil {
 			return err
 		}
 	}

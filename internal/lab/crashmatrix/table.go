@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -38,6 +39,10 @@ type Outcome struct {
 	Counts  scenario.Counts
 	Elapsed time.Duration
 	LogDir  string
+	// Above: the cell ran with a guard of Beneath and the guard above it
+	// off, and the guard above alone damaged it too: the damage is not the
+	// guard's own.
+	Above bool
 }
 
 // Run runs cells (with guard without off, "" for none), cfg.Parallel at a
@@ -70,7 +75,7 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	}
 	out := make([]Outcome, len(cells))
 	for i, r := range results {
-		d := Damage(r)
+		d := Damage(r, p)
 		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
 			NotReached: errors.Is(r.Err, ErrNotReached),
 			Counts:     r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
@@ -78,22 +83,72 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	return out
 }
 
+// Beneath names the guards that are a second layer under another: with
+// the other on, nothing reaches them twice, so switching them off alone
+// damages nothing, by design. The inbox answers a redelivered confirmation
+// before the e-mail's claim is asked, and the claim answers it as well.
+// Their damage shows with the guard above switched off too, in the cells
+// that the guard above alone, switched off, did not damage.
+var Beneath = map[string]string{effect.GuardInbox: effect.GuardNotificationClaim}
+
+// GuardProviders is the providers a guard is switched off under, where
+// they differ from the matrix's own p: the world in which the guard is the
+// last thing standing.
+//
+//   - The provider's key is the provider's memory: where the providers
+//     forget their keys, switching it off changes nothing. It is switched
+//     off where they remember their keys and their search lags instead.
+//   - The charge record is how the payment's webhook tells the service of
+//     a charge whose answer died with the api: where the client retries
+//     first (a late webhook), the retry asks the gateway and records the
+//     charge itself. It is switched off where the client comes back only
+//     after the webhook (LateRetry).
+func GuardProviders(guard string, p Providers) Providers {
+	switch guard {
+	case effect.GuardProviderKey:
+		if p.Forget {
+			p.Forget, p.SearchLag = false, true
+		}
+	case effect.GuardChargeRecord:
+		p.LateWebhook, p.LateRetry = false, true
+	}
+	return p
+}
+
 // RunGuards runs cells once with each of guards switched off, one guard
-// after the other, and returns the outcomes by guard.
+// after the other, under the guard's providers (GuardProviders), and
+// returns the outcomes by guard. A guard of Beneath whose run damaged no
+// cell runs again with the guard above it off too; its outcomes are then
+// that run's, each cell the guard above damaged alone marked Above.
 func RunGuards(ctx context.Context, cfg scenario.Config, cells []Cell, guards []string, p Providers) map[string][]Outcome {
 	by := map[string][]Outcome{}
 	for i, g := range guards {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "crashmatrix: guard %d of %d off: %s\n", i+1, len(guards), g)
 		}
-		by[g] = Run(ctx, cfg, cells, g, p)
+		by[g] = Run(ctx, cfg, cells, g, GuardProviders(g, p))
+	}
+	for _, g := range guards {
+		above, ok := Beneath[g]
+		if !ok || slices.ContainsFunc(by[g], Damaged) || by[above] == nil {
+			continue
+		}
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "crashmatrix: %s damaged nothing alone; off again with %s, the guard above it\n", g, above)
+		}
+		both := Run(ctx, cfg, cells, g+","+above, GuardProviders(g, p))
+		for i := range both {
+			both[i].Above = Damaged(by[above][i])
+		}
+		by[g] = both
 	}
 	return by
 }
 
 // Damaged reports whether o's cell shows a guard's damage: it did not hold,
-// and its process met the boundary.
-func Damaged(o Outcome) bool { return !o.Held && !o.NotReached }
+// its process met the boundary, and, with the guard above off too, the
+// guard above alone did not damage it.
+func Damaged(o Outcome) bool { return !o.Held && !o.NotReached && !o.Above }
 
 // Undamaged lists the guards of by whose switching off damaged no cell: the
 // matrix does not show what they protect (or misses a boundary).
@@ -178,6 +233,8 @@ func Verdict(o Outcome) string {
 	switch {
 	case o.NotReached && o.Without != "":
 		return "not reached"
+	case o.Above:
+		return "as without " + Beneath[strings.Split(o.Without, ",")[0]]
 	case !o.Held:
 		return strings.Join(o.Damage, ", ")
 	case len(o.Answers) == 0:

@@ -61,6 +61,8 @@ type Gateway struct {
 	refusals []RefundRefusal   // refunds refused for good (refuse_refunds_of), in the order asked
 	byKey    keyStore          // Idempotency-Key -> the answer given, charges and refunds alike
 	events   map[string]Event  // charge id -> its payment.succeeded, refund id -> its payment.refunded (first emitted)
+	// searchLag: look-ups by order leave out what is younger (lookup.go).
+	searchLag time.Duration
 }
 
 // NewGateway returns a gateway with no charges. Webhook deliveries run in

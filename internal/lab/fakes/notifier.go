@@ -36,6 +36,8 @@ type Notifier struct {
 	control NotifierControl
 	sent    []Notification // in sending order
 	byKey   keyStore       // Idempotency-Key -> the answer given
+	// searchLag: look-ups by order leave out what is younger (lookup.go).
+	searchLag time.Duration
 }
 
 // NewNotifier returns a notifier that has sent nothing.

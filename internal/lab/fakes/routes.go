@@ -33,6 +33,11 @@ import "net/http"
 //	POST /control/notifications/forget-keys  forget every Idempotency-Key (the e-mails stay sent) -> 200 {"forgotten":N}
 //	GET  /control/notifications    the current settings
 //
+// Both:
+//
+//	POST /control/search-lag       {"seconds":N}: look-ups by order_id leave out what was made in the
+//	                               last N seconds, a search index not caught up yet (0 to 86400)
+//
 // fail_next requests fail with fail_status (400 to 599, default 503) and,
 // when retry_after_s is above 0, a Retry-After header; see control.go.
 //
@@ -58,6 +63,8 @@ func New(g *Gateway, n *Notifier) http.Handler {
 	mux.HandleFunc("POST /control/notifications", n.handleSetNotifierControl)
 	mux.HandleFunc("GET /control/notifications", n.handleGetNotifierControl)
 	mux.HandleFunc("POST /control/notifications/forget-keys", n.handleForgetKeys)
+
+	mux.HandleFunc("POST /control/search-lag", handleSearchLag(g, n))
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))

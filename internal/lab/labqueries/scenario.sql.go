@@ -11,6 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const scenarioEventsAccepted = `-- name: ScenarioEventsAccepted :one
+SELECT count(*) FROM watermill_outbox
+WHERE order_id = ANY($1::uuid[])
+  AND payload ->> 'destination_topic' = 'order_paid'
+  AND payload -> 'metadata' ->> 'replayed_by' IS NULL
+`
+
+// The payment events the webhook accepted for these orders: each wrote one
+// order_paid message to the outbox, in the transaction of its webhook
+// inbox row (an operator's replay, orderpaid reprocess, is not counted).
+// One per distinct event the gateway sent, however often it delivered it.
+func (q *Queries) ScenarioEventsAccepted(ctx context.Context, orderIds []uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, scenarioEventsAccepted, orderIds)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const scenarioOutboxMessages = `-- name: ScenarioOutboxMessages :many
 SELECT (payload ->> 'destination_topic')::text AS topic, (payload ->> 'uuid')::text AS message_id
 FROM watermill_outbox

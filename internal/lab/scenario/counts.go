@@ -58,6 +58,10 @@ type Counts struct {
 	// reconcile settled for the orders (the audit's reconciled).
 	Recorded   int64 `json:"charges_recorded"`
 	Reconciled int64 `json:"reconciled"`
+	// Accepted are the payment events the webhook accepted: the order_paid
+	// messages it wrote to the outbox, one per distinct event however
+	// often the gateway delivered it (the webhook inbox's effect).
+	Accepted int64 `json:"payment_events_accepted"`
 	// RecordsCommitted and RecordsWritten are the records of a Kafka
 	// transactional loop's output topic (kafka-exactly-once-is-not-enough):
 	// those a read_committed reader sees, and all written, those of aborted
@@ -94,6 +98,7 @@ const (
 	Poisoned            Metric = "poisoned"
 	Recorded            Metric = "charges_recorded"
 	Reconciled          Metric = "reconciled"
+	Accepted            Metric = effect.PaymentEventAccepted
 	RecordsCommitted    Metric = "kafka.records_committed"
 	RecordsWritten      Metric = "kafka.records_written"
 )
@@ -145,6 +150,8 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Recorded
 	case Reconciled:
 		return c.Reconciled
+	case Accepted:
+		return c.Accepted
 	case RecordsCommitted:
 		return c.RecordsCommitted
 	case RecordsWritten:

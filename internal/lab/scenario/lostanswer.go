@@ -139,6 +139,14 @@ func (s *Stage) HoldWebhooks(ctx context.Context, hold bool) error {
 	return s.must(ctx, "POST", s.FakesURL()+"/control/gateway", map[string]bool{"hold_webhooks": hold}, nil)
 }
 
+// SearchLag makes both fakes' look-ups by order leave out what was made in
+// the last lag (POST /control/search-lag): a provider whose search has not
+// caught up.
+func (s *Stage) SearchLag(ctx context.Context, lag time.Duration) error {
+	s.Logf("the providers' search lags %s", lag)
+	return s.must(ctx, "POST", s.FakesURL()+"/control/search-lag", map[string]int{"seconds": int(lag.Seconds())}, nil)
+}
+
 // ForgetProviderKeys makes the fake notification provider forget every
 // Idempotency-Key it has seen (the e-mails stay sent).
 func (s *Stage) ForgetProviderKeys(ctx context.Context) error {

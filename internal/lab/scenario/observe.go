@@ -80,6 +80,9 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 	if c.ProviderCalls, err = labqueries.New(s.pool).ScenarioProviderCalls(ctx, s.orders); err != nil {
 		return Counts{}, fmt.Errorf("count provider calls: %w", err)
 	}
+	if c.Accepted, err = labqueries.New(s.pool).ScenarioEventsAccepted(ctx, s.orders); err != nil {
+		return Counts{}, fmt.Errorf("count the payment events accepted: %w", err)
+	}
 	return c, nil
 }
 
