@@ -25,6 +25,8 @@ func runCrashMatrix(e env) error {
 	brokerName := fs.String("broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
 	batch := fs.Int("batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
 	without := fs.String("without", "", "switch guards off (comma-separated) and show where their damage appears: "+strings.Join(switches.Names(), ", "))
+	depth := fs.Int("depth", 1, "1: one crash a cell; 2: then, for the payment and order_paid, a second crash at each boundary the recovery of each first one met (every pair; the count is printed)")
+	then := fs.String("then", "", "with --only BOUNDARY:side, a second crash BOUNDARY:side in the recovery of the first, as a depth-two replay line prints it")
 	only := fs.String("only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after, as the table's replay lines print it")
 	forget := fs.Bool("forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
 	twice := fs.Bool("two-events", false, "once the flow has recovered, the gateway sends the payment's event again under a new event id (a second order_paid for the same payment)")
@@ -58,6 +60,12 @@ func runCrashMatrix(e env) error {
 	if *lag && *forget {
 		return usageError{errors.New("crashmatrix: --search-lag with --forget-keys leaves the providers nothing to remember a call by: run them apart")}
 	}
+	if *depth != 1 && *depth != 2 {
+		return usageError{fmt.Errorf("crashmatrix: --depth %d: want 1 or 2", *depth)}
+	}
+	if *then != "" && (*only == "" || !strings.HasSuffix(*then, ":"+string(fault.Before)) && !strings.HasSuffix(*then, ":"+string(fault.After))) {
+		return usageError{errors.New("crashmatrix: --then BOUNDARY:before|after goes with --only BOUNDARY:before|after")}
+	}
 	if *batch < 1 || *parallel < 1 || *parallel > 16 {
 		return usageError{errors.New("crashmatrix: --batch must be at least 1 and --parallel 1 to 16")}
 	}
@@ -72,6 +80,7 @@ func runCrashMatrix(e env) error {
 		}
 		for _, c := range crashmatrix.Cells([]string{boundary}) {
 			if side == "" || c.Side == side {
+				c.Then = *then
 				onlyCells = append(onlyCells, c)
 			}
 		}
@@ -130,6 +139,8 @@ func runCrashMatrix(e env) error {
 		err = crashmatrix.WriteJSON(e.stdout, outcomes)
 	case *markdown:
 		err = crashmatrix.WriteMarkdown(e.stdout, outcomes, ".")
+	case *then != "":
+		err = crashmatrix.WritePairs(e.stdout, outcomes, flags)
 	default:
 		err = crashmatrix.WriteTable(e.stdout, outcomes, flags)
 	}
@@ -139,13 +150,42 @@ func runCrashMatrix(e env) error {
 	summary := crashmatrix.Summary(outcomes, time.Since(start))
 	fmt.Fprintln(e.stdout, "\n"+summary)
 	var failed error
-	if *without == "" && slices.ContainsFunc(outcomes, func(o crashmatrix.Outcome) bool { return !o.Held }) {
+	if *without == "" && slices.ContainsFunc(outcomes, crashmatrix.Failed) {
 		failed = fmt.Errorf("crashmatrix: %s", summary) // a guard off is expected to break cells: its table is the answer
+	}
+	if *depth == 2 {
+		failed = errors.Join(failed, crashMatrixDepthTwo(e, runCfg, outcomes, *without, providers, flags, *asJSON))
 	}
 	if *everyGuard {
 		return errors.Join(failed, crashMatrixGuards(e, runCfg, cells, providers, *markdown))
 	}
 	return failed
+}
+
+// crashMatrixDepthTwo is --depth 2: every first crash of the payment and
+// order_paid again, with a second crash at each boundary its recovery met.
+func crashMatrixDepthTwo(e env, runCfg scenario.Config, first []crashmatrix.Outcome, without string, p crashmatrix.Providers, flags string, asJSON bool) error {
+	start := time.Now()
+	pairs := crashmatrix.Pairs(first, crashmatrix.DepthTwoFlows...)
+	fmt.Fprintf(e.stderr, "crashmatrix: depth two: %d pairs (%s: each first crash, then each side of each boundary its recovery met)\n",
+		len(pairs), strings.Join(crashmatrix.DepthTwoFlows, " and "))
+	outcomes := crashmatrix.Run(e.ctx, runCfg, pairs, without, p)
+	fmt.Fprintln(e.stdout)
+	var err error
+	if asJSON {
+		err = crashmatrix.WriteJSON(e.stdout, outcomes)
+	} else {
+		err = crashmatrix.WritePairs(e.stdout, outcomes, flags)
+	}
+	if err != nil {
+		return err
+	}
+	summary := crashmatrix.Summary(outcomes, time.Since(start))
+	fmt.Fprintln(e.stdout, "\ndepth two: "+summary)
+	if without == "" && slices.ContainsFunc(outcomes, crashmatrix.Failed) {
+		return fmt.Errorf("crashmatrix: depth two: %s", summary)
+	}
+	return nil
 }
 
 // crashMatrixGuards is --every-guard: the cells again with each guard off,

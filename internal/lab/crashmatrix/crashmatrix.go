@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,10 +61,15 @@ const Lease = 2 * time.Second
 // leave held.
 const LostAfter = 20 * time.Second
 
-// Cell is one crash: a boundary and the side of it the process dies on.
+// Cell is one crash: a boundary and the side of it the process dies on;
+// at depth two, a second crash as well.
 type Cell struct {
 	Boundary string
 	Side     fault.When
+	// Then, at depth two, is a second crash, BOUNDARY:before|after: the
+	// restarted process dies there too, during the recovery of the first,
+	// and is restarted again. "": one crash.
+	Then string
 }
 
 // Providers is how the outside world behaves around the crash, where that
@@ -143,6 +149,15 @@ func (p Providers) Flags() string {
 
 func (c Cell) String() string { return c.Boundary + ":" + string(c.Side) }
 
+// Pair is the cell in words with its second crash, if any:
+// "worker/order_paid/COMMIT#1:after, then worker/order_paid/OrderMarkPaid#1:before".
+func (c Cell) Pair() string {
+	if c.Then == "" {
+		return c.String()
+	}
+	return c.String() + ", then " + c.Then
+}
+
 // Process is "api" or "worker": the process that dies.
 func (c Cell) Process() string { p, _, _ := strings.Cut(c.Boundary, "/"); return p }
 
@@ -166,9 +181,9 @@ func flowOf(boundary string) string {
 func Cells(boundaries []string) []Cell {
 	var cells []Cell
 	for _, b := range boundaries {
-		cells = append(cells, Cell{b, fault.Before})
+		cells = append(cells, Cell{Boundary: b, Side: fault.Before})
 		if !strings.HasSuffix(b, "/end#1") {
-			cells = append(cells, Cell{b, fault.After})
+			cells = append(cells, Cell{Boundary: b, Side: fault.After})
 		}
 	}
 	return cells
@@ -250,10 +265,18 @@ func (c Cell) slug() string {
 		}
 	}
 	s := b.String()
-	if len(s) > 29 {
-		s = s[len(s)-29:]
+	max, then := 29, ""
+	if c.Then != "" {
+		// The second crash as a short hash: the name stays short and each
+		// pair's world its own.
+		h := fnv.New32a()
+		h.Write([]byte(c.Then))
+		max, then = 21, fmt.Sprintf("-%07x", h.Sum32()&0xfffffff)
 	}
-	return "cm-" + strings.Trim(s, "-") + "-" + string(c.Side[0])
+	if len(s) > max {
+		s = s[len(s)-max:]
+	}
+	return "cm-" + strings.Trim(s, "-") + "-" + string(c.Side[0]) + then
 }
 
 // Scenario is the cell as a scenario: the payment with the cell's process
@@ -264,7 +287,7 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 	var ran time.Time // when the cell's flow had run
 	sc := &scenario.Scenario{
 		Name:      c.slug(),
-		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + "; " + p.String(),
+		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + thenSummary(c) + "; " + p.String(),
 		Repeated:  "recovery from a crash " + string(c.Side) + " " + c.Boundary,
 		Protected: scenario.Expect{Checks: Checks(p)},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
@@ -288,6 +311,13 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 		sc.Without = map[string]scenario.Expect{without: {Note: "guard off"}}
 	}
 	return sc
+}
+
+func thenSummary(c Cell) string {
+	if c.Then == "" {
+		return ""
+	}
+	return ", restarted, and dies again at " + c.Then
 }
 
 // pay is the flow every cell runs: fakes, an api and a worker (each with
@@ -351,11 +381,15 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	if cell.Process() == "api" {
 		dead, args = api, apiArgs
 	}
-	die := func() error { return restart(ctx, s, *cell, dead, args, p) }
+	second := func() error { return nil }
+	die := func() error { return restart(ctx, s, *cell, dead, args, p, &second) }
 	// A crash in the payment's request comes before the client's retries;
 	// any other comes after the webhook, so a late webhook (released once
 	// the retries have their answers) comes first.
 	if err := recoverFrom(ctx, s, p, cell.Flow() != "payment", die, retries); err != nil {
+		return err
+	}
+	if err := second(); err != nil {
 		return err
 	}
 	if p.TwoEvents {
@@ -431,8 +465,10 @@ func secondEvent(ctx context.Context, s *scenario.Stage) error {
 
 // restart waits for the cell's process to die, makes the providers forget
 // their keys if p says so, and starts the process again (without its
-// --crash-at): the supervisor's restart.
-func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Proc, args []string, p Providers) error {
+// --crash-at): the supervisor's restart. At depth two the restarted process
+// is told to die at the cell's second crash, and restarted once more when it
+// has; *second is then set to wait for that.
+func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Proc, args []string, p Providers, second *func() error) error {
 	if err := waitDied(ctx, dead, c); err != nil {
 		return err
 	}
@@ -441,14 +477,87 @@ func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Pro
 			return err
 		}
 	}
-	var err error
-	if c.Process() == "api" {
-		_, err = s.StartAPIWith(ctx, append([]string{"--lease", Lease.String()}, recordArgs(args)...)...)
-	} else {
-		_, err = s.StartWorker(ctx, nil, recordArgs(args)...)
+	record := recordArgs(args)
+	if len(record) == 2 {
+		// What the restarted process meets from here is its recovery
+		// (Recovery reads it).
+		if err := appendLine(record[1], restarted); err != nil {
+			return err
+		}
 	}
-	return err
+	start := func(extra ...string) (*childproc.Proc, error) {
+		if c.Process() == "api" {
+			return s.StartAPIWith(ctx, append([]string{"--lease", Lease.String()}, append(extra, record...)...)...)
+		}
+		return s.StartWorker(ctx, nil, append(extra, record...)...)
+	}
+	if c.Then == "" {
+		_, err := start()
+		return err
+	}
+	again, err := start("--crash-at", c.Then)
+	if err != nil {
+		return err
+	}
+	// The second crash may wait on what comes after this restart (the
+	// client's retry, the webhook): it is waited for at the cell's end.
+	done := make(chan error, 1)
+	go func() {
+		i := strings.LastIndex(c.Then, ":")
+		if err := waitDied(ctx, again, Cell{Boundary: c.Then[:i], Side: fault.When(c.Then[i+1:])}); err != nil {
+			done <- fmt.Errorf("%w: %w", ErrSecondNotReached, err)
+			return
+		}
+		_, err := start()
+		done <- err
+	}()
+	*second = func() error { return <-done }
+	return nil
 }
+
+// restarted marks, in a cell's record, where the restarted process starts.
+const restarted = "@@ restarted"
+
+// Recovery reads the boundaries of process and flow that a cell's record
+// (its --boundaries file) has after its process was restarted and before
+// the end of its recovery: what the recovery met, each once, in order. At
+// depth two a second crash falls on one of them.
+func Recovery(path, process, flow string) []string {
+	lines, _ := readLines(path)
+	var out []string
+	after := false
+	for _, l := range lines {
+		switch {
+		case l == restarted:
+			after = true
+		case l == endOfRecovery:
+			return out
+		case after && !strings.HasPrefix(l, "@") && strings.HasPrefix(l, process+"/") && flowOf(l) == flow && !slices.Contains(out, l):
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Pairs are the depth-two cells of outcomes: each depth-one cell of the
+// flows named, with a second crash at each side of each boundary its
+// recovery met (Outcome.Recovery).
+func Pairs(outcomes []Outcome, flows ...string) []Cell {
+	var out []Cell
+	for _, o := range outcomes {
+		if o.Cell.Then != "" || !slices.Contains(flows, o.Cell.Flow()) {
+			continue
+		}
+		for _, second := range Cells(o.Recovery) {
+			out = append(out, Cell{Boundary: o.Cell.Boundary, Side: o.Cell.Side, Then: second.String()})
+		}
+	}
+	return out
+}
+
+// DepthTwoFlows are the flows whose recoveries the matrix crashes in again
+// at depth two: the payment and order_paid.
+var DepthTwoFlows = []string{"payment", "order_paid"}
 
 // recordArgs keeps the --boundaries of a dead process's arguments for the
 // process that replaces it (without its --crash-at).
@@ -469,6 +578,9 @@ func Answers(path string) []string {
 		if l == endOfRecovery {
 			break
 		}
+		if strings.HasPrefix(l, "@@") {
+			continue
+		}
 		if t, ok := strings.CutPrefix(l, "@"); ok {
 			t = strings.TrimSuffix(t, "=already_applied")
 			if !slices.Contains(out, t) {
@@ -484,6 +596,11 @@ func Answers(path string) []string {
 // is a path the guard's absence changed (its statement is not run), not a
 // damage.
 var ErrNotReached = errors.New("the boundary was never reached")
+
+// ErrSecondNotReached is a depth-two cell whose restarted process did not
+// meet its second boundary this time (the recovery took another path, as
+// timing may make it): the pair proves nothing and is counted apart.
+var ErrSecondNotReached = errors.New("the second boundary was never reached")
 
 // DieWithin bounds the wait for a cell's process to die at its boundary:
 // the e-mail's boundaries come after the webhook, the relay and order_paid,

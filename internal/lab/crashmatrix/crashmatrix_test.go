@@ -156,6 +156,7 @@ func TestLocateFindsTheLineABoundarySitsOn(t *testing.T) {
 // claim is off too (inbox, beneath notification-claim: the claim alone off
 // is held by the inbox there).
 func TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	all := boundaries(t)
 	for _, tc := range []struct {
@@ -206,4 +207,62 @@ func TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers(t *testing.T) {
 				cell, o.Without, o.Counts.Notified, o.Damage, o.LogDir)
 		}
 	})
+}
+
+// Depth two: a first crash's recovery is recorded, each boundary it met is
+// a second crash (Pairs), and a pair runs both: the restarted process dies
+// at the second boundary (exit 137, or the pair would count apart) and the
+// one after it recovers; each effect is still once.
+func TestCrashMatrixDepthTwoCrashesAgainInTheRecovery(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	first := crashmatrix.Cell{Boundary: "worker/order_paid/COMMIT#1", Side: fault.After}
+	if !slices.Contains(boundaries(t), first.Boundary) {
+		t.Fatalf("the clean run met no %s", first.Boundary)
+	}
+	o := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{first}, "", crashmatrix.Providers{})[0]
+	if !o.Held || !slices.Contains(o.Recovery, "worker/order_paid/OrderMarkPaid#1") {
+		t.Fatalf("%s: held %v, recovery met %v; want held, and the redelivery's OrderMarkPaid#1 met", first, o.Held, o.Recovery)
+	}
+	pairs := crashmatrix.Pairs([]crashmatrix.Outcome{o}, crashmatrix.DepthTwoFlows...)
+	if want := len(crashmatrix.Cells(o.Recovery)); len(pairs) != want {
+		t.Fatalf("%d pairs of %d boundaries met in the recovery, want %d", len(pairs), len(o.Recovery), want)
+	}
+	var some []crashmatrix.Cell
+	for _, p := range pairs {
+		if p.Then == "worker/order_paid/OrderMarkPaid#1:after" || p.Then == "worker/order_paid/COMMIT#2:before" {
+			some = append(some, p)
+		}
+	}
+	if len(some) != 2 {
+		t.Fatalf("pairs %v lack the second crashes the test runs", pairs)
+	}
+	for _, r := range crashmatrix.Run(context.Background(), cfg, some, "", crashmatrix.Providers{}) {
+		if !r.Held || r.SecondNotReached {
+			t.Errorf("%s: held %v, second reached %v, damage %v (logs: %s)", r.Cell.Pair(), r.Held, !r.SecondNotReached, r.Damage, r.LogDir)
+		}
+	}
+}
+
+// Recovery reads, from a cell's record, what the restarted process met of
+// the cell's own process and flow, each once, up to the recovery's end.
+func TestRecoveryReadsWhatTheRestartedProcessMet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record")
+	lines := []string{
+		"worker/order_paid/BEGIN#1", "worker/order_paid/OrderMarkPaid#1", "@@ restarted",
+		"api/webhooks_payments/BEGIN#1", "worker/order_paid/BEGIN#1", "@state_check=already_applied",
+		"worker/order_confirmed/ConsumerInboxExists#1", "worker/order_paid/OrderMarkPaid#1", "worker/order_paid/BEGIN#1",
+		"@@ end of the recovery", "worker/order_paid/COMMIT#1",
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := crashmatrix.Recovery(path, "worker", "order_paid")
+	want := []string{"worker/order_paid/BEGIN#1", "worker/order_paid/OrderMarkPaid#1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Recovery = %v, want %v", got, want)
+	}
+	if a := crashmatrix.Answers(path); !slices.Equal(a, []string{"state_check"}) {
+		t.Errorf("Answers = %v, want [state_check]: the markers are not answers", a)
+	}
 }

@@ -32,6 +32,9 @@ type Outcome struct {
 	// NotReached: the process never met the boundary (ErrNotReached). With
 	// a guard off that is its statement skipped, not a damage.
 	NotReached bool
+	// SecondNotReached: at depth two, the restarted process did not meet
+	// the second boundary this time; the pair is counted apart.
+	SecondNotReached bool
 	// Answers are the guards that answered already_applied during the
 	// recovery: what absorbed the repeat ("state_check"). None: nothing
 	// was done twice to stop.
@@ -39,6 +42,9 @@ type Outcome struct {
 	Counts  scenario.Counts
 	Elapsed time.Duration
 	LogDir  string
+	// Recovery are the boundaries of the cell's flow that its restarted
+	// process met in the recovery (the second crashes of depth two).
+	Recovery []string
 	// Above: the cell ran with a guard of Beneath and the guard above it
 	// off, and the guard above alone damaged it too: the damage is not the
 	// guard's own.
@@ -77,7 +83,8 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	for i, r := range results {
 		d := Damage(r, p)
 		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
-			NotReached: errors.Is(r.Err, ErrNotReached),
+			NotReached: errors.Is(r.Err, ErrNotReached), SecondNotReached: errors.Is(r.Err, ErrSecondNotReached),
+			Recovery:   Recovery(answers[i], cells[i].Process(), cells[i].Flow()),
 			Counts:     r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
 	}
 	return out
@@ -225,12 +232,41 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 	return nil
 }
 
+// WritePairs prints the depth-two cells, one line each: the first crash,
+// the second (in the recovery of the first) and the verdict; below it the
+// command that replays each failing pair alone. A pair whose second
+// boundary the recovery did not meet this time is counted, not failed.
+func WritePairs(w io.Writer, outcomes []Outcome, flags string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLOW\tFIRST CRASH\tTHEN, IN ITS RECOVERY\tVERDICT")
+	var replay []string
+	for _, o := range outcomes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Cell.Flow(), o.Cell, o.Cell.Then, Verdict(o))
+		if !o.Held && !o.SecondNotReached {
+			replay = append(replay, ReplayCommand(o)+flags)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range replay {
+		fmt.Fprintln(w, "replay:", c)
+	}
+	return nil
+}
+
+// Failed reports whether o fails the matrix with every guard on: it did
+// not hold, and it is not a pair whose second boundary was not met.
+func Failed(o Outcome) bool { return !o.Held && !o.SecondNotReached }
+
 // Verdict is o's cell in the table: "held: state_check", naming each guard
 // that answered already_applied in the recovery; "held" when none had to
 // (what the dead process did was rolled back, or not yet done, and was done
 // once after it); or the damage.
 func Verdict(o Outcome) string {
 	switch {
+	case o.SecondNotReached:
+		return "second not reached"
 	case o.NotReached && o.Without != "":
 		return "not reached"
 	case o.Above:
@@ -247,6 +283,9 @@ func Verdict(o Outcome) string {
 // ReplayCommand is the command line that runs o's cell alone.
 func ReplayCommand(o Outcome) string {
 	cmd := "orderpaid crashmatrix --only '" + o.Cell.String() + "'"
+	if o.Cell.Then != "" {
+		cmd += " --then '" + o.Cell.Then + "'"
+	}
 	if o.Without != "" {
 		cmd += " --without " + o.Without
 	}
@@ -258,7 +297,7 @@ func WriteJSON(w io.Writer, outcomes []Outcome) error {
 	enc := json.NewEncoder(w)
 	for _, o := range outcomes {
 		if err := enc.Encode(map[string]any{
-			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "without": o.Without,
+			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "then": o.Cell.Then, "without": o.Without,
 			"held": o.Held, "damage": o.Damage, "answers": o.Answers, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
 		}); err != nil {
 			return err
@@ -267,16 +306,24 @@ func WriteJSON(w io.Writer, outcomes []Outcome) error {
 	return nil
 }
 
-// Summary is the line under the table: cells, held, and the rate.
+// Summary is the line under the table: cells, held, and the rate; and the
+// pairs whose second boundary was not met, if any.
 func Summary(outcomes []Outcome, wall time.Duration) string {
-	held := 0
+	held, apart := 0, 0
 	for _, o := range outcomes {
-		if o.Held {
+		switch {
+		case o.Held:
 			held++
+		case o.SecondNotReached:
+			apart++
 		}
 	}
 	perMin := float64(len(outcomes)) / wall.Minutes()
-	return fmt.Sprintf("%d cells, %d held, %d not, in %s (%.1f cells a minute)", len(outcomes), held, len(outcomes)-held, wall.Round(time.Second), perMin)
+	line := fmt.Sprintf("%d cells, %d held, %d not, in %s (%.1f cells a minute)", len(outcomes), held, len(outcomes)-held-apart, wall.Round(time.Second), perMin)
+	if apart > 0 {
+		line += fmt.Sprintf("; %d pairs whose second boundary the recovery did not meet this time", apart)
+	}
+	return line
 }
 
 func orDash(s string) string {
