@@ -84,8 +84,8 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 		d := Damage(r, p)
 		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
 			NotReached: errors.Is(r.Err, ErrNotReached), SecondNotReached: errors.Is(r.Err, ErrSecondNotReached),
-			Recovery:   Recovery(answers[i], cells[i].Process(), cells[i].Flow()),
-			Counts:     r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
+			Recovery: Recovery(answers[i], cells[i].Process(), cells[i].Flow()),
+			Counts:   r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
 	}
 	return out
 }
