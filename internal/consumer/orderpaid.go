@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
+	"github.com/orderpaid/orderpaid/internal/ledger"
 	"github.com/orderpaid/orderpaid/internal/messages"
 	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
@@ -121,27 +122,16 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run,
 }
 
 // releaseCommissionIfPaid is step 2, one transaction: under the order's row
-// lock, which MarkRefunded and the refund request take too, it releases the
-// commission only if the order is still paid and no refund of it was asked
-// (read after the lock, in a statement of its own, so that a refund
-// committed while the lock was awaited is seen). A refund committed first
-// leaves nothing to credit; a commission committed first is there for the
-// refund to reverse.
+// lock, which a refund takes too, it releases the commission only if the
+// order is still paid and no refund of it was asked (ledger.CommissionDue).
 func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
 	var outcome effect.Outcome
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		status, err := q.OrderLockForCommission(ctx, o.ID)
-		if err != nil {
-			return fmt.Errorf("lock order %s: %w", o.ID, err)
-		}
-		refundRequested, err := q.RefundRequestExists(ctx, o.ID)
-		if err != nil {
-			return fmt.Errorf("read the refund of order %s: %w", o.ID, err)
-		}
-		if status != order.StatusPaid || refundRequested {
+		due, err := ledger.CommissionDue(ctx, q, o.ID)
+		if err != nil || !due {
 			outcome = effect.NotApplicable
-			return nil
+			return err
 		}
 		outcome, err = c.guards.ReleaseCommission(ctx, q, o, messageID)
 		return err

@@ -93,3 +93,33 @@ func ExampleReleaseCommissionUnguarded() {
 	// msg-from-evt_2: applied
 	// ledger rows: 2
 }
+
+// The commission and the refund of one order take the same row lock, so a
+// refund asked first leaves no commission to release: CommissionDue answers
+// true for a paid order, false once a refund of it was asked.
+func ExampleCommissionDue() {
+	ctx := context.Background()
+	pool, o, drop, err := pgtest.OpenWithOrder(ctx, order.NewOrder{AffiliateID: "a1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer drop()
+	q := queries.New(pool)
+	if _, _, err := order.MarkPaid(ctx, q, o.ID, "msg-1"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	due, err := ledger.CommissionDue(ctx, q, o.ID)
+	fmt.Println("paid, no refund asked: due", due, err)
+
+	if _, err := q.RefundRequestInsert(ctx, queries.RefundRequestInsertParams{OrderID: o.ID, Reason: "out_of_stock"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	due, err = ledger.CommissionDue(ctx, q, o.ID)
+	fmt.Println("refund asked: due", due, err)
+	// Output:
+	// paid, no refund asked: due true <nil>
+	// refund asked: due false <nil>
+}

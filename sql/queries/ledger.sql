@@ -46,3 +46,33 @@ WHERE c.order_id = sqlc.arg(order_id) AND c.entry_type = 'affiliate_commission' 
 ORDER BY c.id
 LIMIT 1
 ON CONFLICT (entry_key) DO NOTHING;
+
+-- name: OrderLockForCommission :one
+-- Serialises the commission with the order's refund: it takes the order's
+-- row lock, which MarkRefunded's UPDATE and the refund request's
+-- OrderGetForUpdate take too. Whichever comes second sees what the first
+-- committed: a refund that came first leaves a status other than paid, or
+-- a refund intent (RefundRequestExists, read after this), and no commission
+-- is credited; a commission that came first is there for the refund to
+-- reverse. The status is the locked row's newest version; anything else
+-- this statement read would come from the snapshot it took before waiting.
+SELECT o.status
+FROM orders o
+WHERE o.id = $1
+FOR UPDATE OF o;
+
+-- name: OrderLockForCommissionBatch :many
+-- OrderLockForCommission for a set: the orders' row locks, in id order,
+-- with each order's status. A refund (MarkRefunded) takes the same lock, so
+-- it and the commission of the same order never interleave. Whether a
+-- refund was asked is read after it, in its own statement
+-- (RefundRequestOrdersBatch), as RefundRequestExists is.
+--
+-- Set forms (here each beside its per-message twin): the guard applied to a
+-- set of distinct keys in one statement, for a batch of messages in one
+-- transaction (internal/consumer/batch.go), which dedupes the batch first.
+SELECT o.id, o.status
+FROM orders o
+WHERE o.id = ANY(sqlc.arg(order_ids)::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o;

@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orderpaid/orderpaid/internal/lab/tempdb"
+	"github.com/orderpaid/orderpaid/internal/order"
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
+	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
 // Open creates a fresh, migrated database, as NewDatabase does, for code that
@@ -40,6 +43,24 @@ func Open(ctx context.Context) (pool *pgxpool.Pool, drop func(), err error) {
 		_ = tempdb.Drop(AdminURL(), name)
 	}
 	return pool, drop, nil
+}
+
+// OpenWithOrder is Open with one order created in the fresh database, for
+// the Examples whose story starts at an order: the order is n (a customer,
+// an amount and a currency are filled in when n leaves them empty).
+func OpenWithOrder(ctx context.Context, n order.NewOrder) (pool *pgxpool.Pool, o queries.Order, drop func(), err error) {
+	pool, drop, err = Open(ctx)
+	if err != nil {
+		return nil, queries.Order{}, nil, err
+	}
+	n.CustomerID = cmp.Or(n.CustomerID, "c1")
+	n.AmountCents = cmp.Or(n.AmountCents, 10000)
+	n.Currency = cmp.Or(n.Currency, "BRL")
+	if o, err = order.Create(ctx, queries.New(pool), n); err != nil {
+		drop()
+		return nil, queries.Order{}, nil, err
+	}
+	return pool, o, drop, nil
 }
 
 // MainExamples is the TestMain of a package whose examples need PostgreSQL.

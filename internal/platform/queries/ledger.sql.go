@@ -157,3 +157,67 @@ func (q *Queries) LedgerReversalInsertUnguarded(ctx context.Context, arg LedgerR
 	}
 	return result.RowsAffected(), nil
 }
+
+const orderLockForCommission = `-- name: OrderLockForCommission :one
+SELECT o.status
+FROM orders o
+WHERE o.id = $1
+FOR UPDATE OF o
+`
+
+// Serialises the commission with the order's refund: it takes the order's
+// row lock, which MarkRefunded's UPDATE and the refund request's
+// OrderGetForUpdate take too. Whichever comes second sees what the first
+// committed: a refund that came first leaves a status other than paid, or
+// a refund intent (RefundRequestExists, read after this), and no commission
+// is credited; a commission that came first is there for the refund to
+// reverse. The status is the locked row's newest version; anything else
+// this statement read would come from the snapshot it took before waiting.
+func (q *Queries) OrderLockForCommission(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, orderLockForCommission, id)
+	var status string
+	err := row.Scan(&status)
+	return status, err
+}
+
+const orderLockForCommissionBatch = `-- name: OrderLockForCommissionBatch :many
+SELECT o.id, o.status
+FROM orders o
+WHERE o.id = ANY($1::uuid[])
+ORDER BY o.id
+FOR UPDATE OF o
+`
+
+type OrderLockForCommissionBatchRow struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
+}
+
+// OrderLockForCommission for a set: the orders' row locks, in id order,
+// with each order's status. A refund (MarkRefunded) takes the same lock, so
+// it and the commission of the same order never interleave. Whether a
+// refund was asked is read after it, in its own statement
+// (RefundRequestOrdersBatch), as RefundRequestExists is.
+//
+// Set forms (here each beside its per-message twin): the guard applied to a
+// set of distinct keys in one statement, for a batch of messages in one
+// transaction (internal/consumer/batch.go), which dedupes the batch first.
+func (q *Queries) OrderLockForCommissionBatch(ctx context.Context, orderIds []uuid.UUID) ([]OrderLockForCommissionBatchRow, error) {
+	rows, err := q.db.Query(ctx, orderLockForCommissionBatch, orderIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OrderLockForCommissionBatchRow{}
+	for rows.Next() {
+		var i OrderLockForCommissionBatchRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
