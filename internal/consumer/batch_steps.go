@@ -200,10 +200,9 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 }
 
 // batchReleaseCommission is step 2 of HandleOrderPaidBatch, one
-// transaction for every order still to credit: their row locks in id order
-// with each one's status (OrderLockForCommissionBatch), then which of them
-// have a refund intent, read after the locks (RefundRequestOrdersBatch), as
-// releaseCommissionIfPaid does for one; then one INSERT ... ON CONFLICT
+// transaction for every order still to credit: which of them are still paid
+// and not being refunded, under their row locks (ledger.CommissionDueBatch,
+// as releaseCommissionIfPaid asks ledger.CommissionDue for one); then one INSERT ... ON CONFLICT
 // (entry_key) DO NOTHING RETURNING entry_key for the orders still paid and
 // not being refunded, one row per key a message carries (commissionKeys).
 // RETURNING gives back only the keys inserted: those are applied, the
@@ -230,29 +229,14 @@ func (c *Consumers) batchReleaseCommission(b *batch) error {
 	started := time.Now()
 	err := postgres.InTx(b.ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		rows, err := q.OrderLockForCommissionBatch(b.ctx, ids)
+		due, err := ledger.CommissionDueBatch(b.ctx, q, ids)
 		if err != nil {
-			return fmt.Errorf("lock %d orders: %w", len(ids), err)
-		}
-		if len(rows) != len(ids) {
-			return fmt.Errorf("lock %d orders: %d found", len(ids), len(rows))
-		}
-		refunding, err := q.RefundRequestOrdersBatch(b.ctx, ids)
-		if err != nil {
-			return fmt.Errorf("read the refunds of %d orders: %w", len(ids), err)
-		}
-		refundRequested := map[uuid.UUID]bool{}
-		for _, id := range refunding {
-			refundRequested[id] = true
-		}
-		status := map[uuid.UUID]string{}
-		for _, r := range rows {
-			status[r.ID] = r.Status
+			return err
 		}
 		var cs []ledger.BatchCommission
 		for _, it := range carriers {
 			o := b.byID[it.run.OrderID.UUID]
-			if status[o.id] != order.StatusPaid || refundRequested[o.id] {
+			if !due[o.id] {
 				b.commission[it.key] = effect.NotApplicable
 				continue
 			}

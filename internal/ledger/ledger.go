@@ -69,6 +69,33 @@ func CommissionDue(ctx context.Context, q *queries.Queries, orderID uuid.UUID) (
 	return status == order.StatusPaid && !refundRequested, nil
 }
 
+// CommissionDueBatch is CommissionDue for a set of distinct orders, in two
+// statements: their row locks in id order with each one's status
+// (OrderLockForCommissionBatch), then which of them have a refund intent,
+// read after the locks (RefundRequestOrdersBatch). It returns the orders
+// whose commission may be released.
+func CommissionDueBatch(ctx context.Context, q *queries.Queries, orderIDs []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := q.OrderLockForCommissionBatch(ctx, orderIDs)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d orders: %w", len(orderIDs), err)
+	}
+	if len(rows) != len(orderIDs) {
+		return nil, fmt.Errorf("lock %d orders: %d found", len(orderIDs), len(rows))
+	}
+	refunding, err := q.RefundRequestOrdersBatch(ctx, orderIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read the refunds of %d orders: %w", len(orderIDs), err)
+	}
+	due := make(map[uuid.UUID]bool, len(rows))
+	for _, r := range rows {
+		due[r.ID] = r.Status == order.StatusPaid
+	}
+	for _, id := range refunding {
+		due[id] = false
+	}
+	return due, nil
+}
+
 // ReleaseCommissionUnguarded is the mistake ReleaseCommission prevents, kept
 // so the scenario "--without ledger-key" can show the damage: the same
 // insert, keyed by the delivery ("delivery:<message id>") instead of the
