@@ -40,15 +40,27 @@ import (
 // Flows maps each flow the matrix covers to the works it is made of, as
 // fault.Boundaries names them (process/work).
 var Flows = map[string][]string{
-	"payment":         {"api/orders_payments"},
-	"webhook":         {"api/webhooks_payments"},
-	"order_paid":      {"worker/order_paid"},
-	"relay":           {"worker/relay_order_paid", "worker/relay_order_confirmed"},
-	"order_confirmed": {"worker/order_confirmed"},
+	"payment":          {"api/orders_payments"},
+	"webhook":          {"api/webhooks_payments"},
+	"order_paid":       {"worker/order_paid"},
+	"relay":            {"worker/relay_order_paid", "worker/relay_order_confirmed"},
+	"order_confirmed":  {"worker/order_confirmed"},
+	"refund":           {"api/orders_refunds", "worker/refund_requested"},
+	"refund_webhook":   {refundWebhook},
+	"refund_relay":     {"worker/relay_refund_requested", "worker/relay_order_refunded", "worker/relay_refund_confirmed"},
+	"order_refunded":   {"worker/order_refunded"},
+	"refund_confirmed": {"worker/refund_confirmed"},
 }
 
+// refundWebhook is the one boundary of the refund's webhook (payment.refunded)
+// that the payment's webhook does not meet: its outbox write. Every other
+// statement of the two webhooks has the same name (the work is the same
+// endpoint's), and a crash there falls in the payment's, which comes first.
+const refundWebhook = "api/webhooks_payments/outbox_write order_refunded#1"
+
 // FlowNames lists Flows' keys in the order of the story.
-var FlowNames = []string{"payment", "webhook", "relay", "order_paid", "order_confirmed"}
+var FlowNames = []string{"payment", "webhook", "relay", "order_paid", "order_confirmed",
+	"refund", "refund_webhook", "refund_relay", "order_refunded", "refund_confirmed"}
 
 // Lease is the api's --lease in every cell: a request killed while it holds
 // a key or a charge attempt blocks the client's retry this long (30s in
@@ -165,6 +177,9 @@ func (c Cell) Process() string { p, _, _ := strings.Cut(c.Boundary, "/"); return
 func (c Cell) Flow() string { return flowOf(c.Boundary) }
 
 func flowOf(boundary string) string {
+	if boundary == refundWebhook {
+		return "refund_webhook"
+	}
 	for name, works := range Flows {
 		for _, w := range works {
 			if strings.HasPrefix(boundary, w+"/") {
@@ -200,8 +215,9 @@ func Select(boundaries []string, flows ...string) []string {
 	return out
 }
 
-// Discover runs the payment once with nothing crashing and returns every
-// boundary its processes met, in the order first met (api first).
+// Discover runs the payment and its refund once with nothing crashing and
+// returns every boundary their processes met, in the order first met (api
+// first).
 func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 	dir, err := os.MkdirTemp(cfg.LogDir, "orderpaid-boundaries-")
 	if err != nil {
@@ -212,10 +228,11 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 	clean := &scenario.Scenario{
 		Name:      "crashmatrix-clean-run",
 		Summary:   "the payment once, every boundary recorded",
-		Protected: scenario.Expect{Checks: Checks(Providers{})},
+		Protected: scenario.Expect{Checks: checks(Providers{}, true)},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
-			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{}, "")
+			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{}, "", true)
 		},
+		Settled: func(c scenario.Counts) bool { return c.ExecRefundConfirmed >= 1 },
 	}
 	cfg.Parallel = 1
 	r := scenario.RunOne(ctx, cfg, scenario.Case{Scenario: clean})
@@ -289,21 +306,26 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 		Name:      c.slug(),
 		Summary:   "the " + c.Process() + " dies " + string(c.Side) + " " + c.Boundary + thenSummary(c) + "; " + p.String(),
 		Repeated:  "recovery from a crash " + string(c.Side) + " " + c.Boundary,
-		Protected: scenario.Expect{Checks: Checks(p)},
+		Protected: scenario.Expect{Checks: checks(p, c.Refunds())},
 		Run: func(ctx context.Context, s *scenario.Stage) error {
 			defer func() { ran = time.Now() }()
 			record := []string{"--boundaries", answers}
 			crash := append([]string{"--crash-at", c.String()}, record...)
 			if c.Process() == "api" {
-				return pay(ctx, s, crash, record, &c, p, answers)
+				return pay(ctx, s, crash, record, &c, p, answers, c.Refunds())
 			}
-			return pay(ctx, s, record, crash, &c, p, answers)
+			return pay(ctx, s, record, crash, &c, p, answers, c.Refunds())
 		},
-		// Settled once the e-mail's consumer has run; with a guard off,
-		// also once LostAfter has passed with nothing moving: the
-		// confirmation may then be lost, which is the damage to show.
-		Settled: func(c scenario.Counts) bool {
-			return c.ExecOrderConfirmed >= 1 || (without != "" && time.Since(ran) > LostAfter)
+		// Settled once the e-mail's consumer has run (the refund notice's,
+		// in a refund cell); with a guard off, also once LostAfter has
+		// passed with nothing moving: the message may then be lost, which is
+		// the damage to show.
+		Settled: func(cs scenario.Counts) bool {
+			done := cs.ExecOrderConfirmed >= 1
+			if c.Refunds() {
+				done = cs.ExecRefundConfirmed >= 1
+			}
+			return done || (without != "" && time.Since(ran) > LostAfter)
 		},
 	}
 	if without != "" {
@@ -323,12 +345,14 @@ func thenSummary(c Cell) string {
 // pay is the flow every cell runs: fakes, an api and a worker (each with
 // its extra arguments), one order paid with a key; then, if cell is set,
 // the dead process restarted and the client retrying as a real one would,
-// with the providers behaving as p says.
-func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, cell *Cell, p Providers, answers string) error {
+// with the providers behaving as p says. With refund the payment runs its
+// course first and the order is then refunded: the cell's crash is in the
+// refund (refundStory).
+func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, cell *Cell, p Providers, answers string, refund bool) error {
 	if err := s.StartFakes(ctx); err != nil {
 		return err
 	}
-	if p.LateWebhook {
+	if p.LateWebhook && !refund {
 		if err := s.HoldWebhooks(ctx, true); err != nil {
 			return err
 		}
@@ -356,6 +380,15 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	key := "pay-" + id.String()
 	status, err := s.Pay(ctx, id, key, 10*time.Second)
 	s.Logf("payment: status %d, err %v", status, err)
+	if refund {
+		if err == nil && status != http.StatusCreated {
+			err = fmt.Errorf("the payment before the refund answered %d, want 201", status)
+		}
+		if err != nil {
+			return err
+		}
+		return refundStory(ctx, s, id, procs{api, worker}, apiArgs, workerArgs, cell, p, answers)
+	}
 	// A client that had its answer does not retry; one that did not
 	// retries with its key, then with a new one.
 	answered := err == nil && status == http.StatusCreated
@@ -377,10 +410,7 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		}
 		return err
 	}
-	dead, args := worker, workerArgs
-	if cell.Process() == "api" {
-		dead, args = api, apiArgs
-	}
+	dead, args := procs{api, worker}.of(*cell, apiArgs, workerArgs)
 	second := func() error { return nil }
 	die := func() error { return restart(ctx, s, *cell, dead, args, p, &second) }
 	// A crash in the payment's request comes before the client's retries;
@@ -569,16 +599,21 @@ func recordArgs(args []string) []string {
 }
 
 // Answers reads the guards' answers a cell's processes recorded in its
-// recovery: each technique that answered already_applied, once, in the
-// order first seen ("state_check", "inbox").
+// recovery, from the restart of its process to the recovery's end: each
+// technique that answered already_applied, once, in the order first seen
+// ("state_check", "inbox").
 func Answers(path string) []string {
 	lines, _ := readLines(path)
 	var out []string
+	recovering := false
 	for _, l := range lines {
 		if l == endOfRecovery {
 			break
 		}
-		if strings.HasPrefix(l, "@@") {
+		if l == restarted {
+			recovering = true
+		}
+		if strings.HasPrefix(l, "@@") || !recovering {
 			continue
 		}
 		if t, ok := strings.CutPrefix(l, "@"); ok {
@@ -666,7 +701,10 @@ const SKU = "sku-crash"
 // outbox's rows are not an effect (with the outbox off there are none, by
 // design): what the outbox protects shows in the confirmation delivered
 // and the e-mail.
-func Checks(p Providers) []scenario.Check {
+func Checks(p Providers) []scenario.Check { return checks(p, false) }
+
+// checks are Checks, and with refund the refund's effects as well (refundChecks).
+func checks(p Providers, refund bool) []scenario.Check {
 	var out []scenario.Check
 	for _, c := range scenario.Once(1) {
 		if c.Metric != scenario.Enqueued {
@@ -674,22 +712,26 @@ func Checks(p Providers) []scenario.Check {
 		}
 	}
 	events := int64(1)
-	if p.TwoEvents {
+	if p.TwoEvents && !refund {
 		events = 2
 	}
-	return append(out,
+	out = append(out,
 		scenario.Check{Metric: scenario.StockReserved, Min: 1, Max: 1},
 		scenario.Check{Metric: scenario.Recorded, Min: 1, Max: 1},
 		scenario.Check{Metric: scenario.Accepted, Min: events, Max: events})
+	if refund {
+		out = append(out, refundChecks()...)
+	}
+	return out
 }
 
 // Damage is what a cell's counts show beyond each effect once, in words
 // ("charges=2 (want 1)"); none when the cell held.
-func Damage(r scenario.Result, p Providers) []string {
+func Damage(r scenario.Result, p Providers, refund bool) []string {
 	if r.Err != nil {
 		return []string{firstLine(r.Err.Error())}
 	}
-	return scenario.Expect{Checks: Checks(p)}.Failed(r.Counts)
+	return scenario.Expect{Checks: checks(p, refund)}.Failed(r.Counts)
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

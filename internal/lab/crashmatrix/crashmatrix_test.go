@@ -266,3 +266,35 @@ func TestRecoveryReadsWhatTheRestartedProcessMet(t *testing.T) {
 		t.Errorf("Answers = %v, want [state_check]: the markers are not answers", a)
 	}
 }
+
+// The refund's flows are in the matrix: a cell of each pays the order, lets
+// the payment run its course, refunds it and dies in the refund, and is held
+// to the payment's effects once and the refund's once (one refund at the
+// gateway, refunded once, the stock given back once, the commission
+// reversed once, one refund notice). A sample, one or two cells per flow.
+func TestCrashMatrixHoldsInTheRefund(t *testing.T) {
+	t.Parallel()
+	all := boundaries(t)
+	var cells []crashmatrix.Cell
+	for _, c := range []crashmatrix.Cell{
+		{Boundary: "api/orders_refunds/COMMIT#1", Side: fault.After},
+		{Boundary: "worker/refund_requested/POST /refunds#1", Side: fault.After},
+		{Boundary: "api/webhooks_payments/outbox_write order_refunded#1", Side: fault.Before},
+		{Boundary: "worker/relay_refund_requested/end#1", Side: fault.Before},
+		{Boundary: "worker/order_refunded/COMMIT#1", Side: fault.After},
+		{Boundary: "worker/refund_confirmed/POST /notifications#1", Side: fault.After},
+	} {
+		if !slices.Contains(all, c.Boundary) {
+			t.Fatalf("the clean run met no %s", c.Boundary)
+		}
+		if !c.Refunds() {
+			t.Fatalf("%s is not in a refund flow (its flow: %q)", c, c.Flow())
+		}
+		cells = append(cells, c)
+	}
+	for _, o := range crashmatrix.Run(context.Background(), config(t), cells, "", crashmatrix.Providers{Forget: true, LateWebhook: true}) {
+		if !o.Held || o.Counts.Refunds != 1 || o.Counts.RefundNotices != 1 {
+			t.Errorf("%s: held %v, %d refunds, %d notices, damage %v (logs: %s)", o.Cell, o.Held, o.Counts.Refunds, o.Counts.RefundNotices, o.Damage, o.LogDir)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	}
 	out := make([]Outcome, len(cells))
 	for i, r := range results {
-		d := Damage(r, p)
+		d := Damage(r, p, cells[i].Refunds())
 		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
 			NotReached: errors.Is(r.Err, ErrNotReached), SecondNotReached: errors.Is(r.Err, ErrSecondNotReached),
 			Recovery: Recovery(answers[i], cells[i].Process(), cells[i].Flow()),

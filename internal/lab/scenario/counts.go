@@ -46,6 +46,9 @@ type Counts struct {
 	// execution log (a run killed in the middle writes none).
 	ExecOrderRefunded   int64 `json:"exec_order_refunded"`
 	ExecRefundRequested int64 `json:"exec_refund_requested"`
+	// ExecRefundConfirmed counts runs of refund_confirmed (the refund
+	// notice's consumer) that finished.
+	ExecRefundConfirmed int64 `json:"exec_refund_confirmed"`
 	// RefundFailed is the audit's refund_failed: orders moved to
 	// refund_failed, their refund refused for good; Refusals the refunds the
 	// fake gateway refused for good (GET /refund-refusals), each a call that
@@ -93,6 +96,8 @@ const (
 	ExecOrderRefunded  Metric = "executions.order_refunded"
 	// ExecRefundRequested counts runs of refund_requested.
 	ExecRefundRequested Metric = "executions.refund_requested"
+	// ExecRefundConfirmed counts runs of refund_confirmed.
+	ExecRefundConfirmed Metric = "executions.refund_confirmed"
 	RefundFailed        Metric = effect.RefundFailed
 	Refusals            Metric = "refund_refusals"
 	Poisoned            Metric = "poisoned"
@@ -138,6 +143,8 @@ func (m Metric) Of(c Counts) int64 {
 		return c.Refunds
 	case ExecOrderRefunded:
 		return c.ExecOrderRefunded
+	case ExecRefundConfirmed:
+		return c.ExecRefundConfirmed
 	case ExecRefundRequested:
 		return c.ExecRefundRequested
 	case RefundFailed:

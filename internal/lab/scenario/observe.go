@@ -38,6 +38,7 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 		c.StockReleased += a.Effects[effect.StockReleased]
 		c.Reversed += a.Effects[effect.CommissionReversed]
 		c.ExecOrderRefunded += a.Executions["order_refunded"]
+		c.ExecRefundConfirmed += a.Executions["refund_confirmed"]
 		c.ExecRefundRequested += a.Executions["refund_requested"]
 		c.RefundFailed += a.Effects[effect.RefundFailed]
 		c.Recorded += a.Effects[effect.Charges]

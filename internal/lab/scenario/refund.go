@@ -465,6 +465,15 @@ func (s *Stage) CustomerRefund(ctx context.Context, id uuid.UUID, key string) er
 	return nil
 }
 
+// RequestRefund sends POST /orders/{id}/refunds with key as its
+// Idempotency-Key and gives up after timeout, as Pay does: the status, or an
+// error when no answer came back in time.
+func (s *Stage) RequestRefund(ctx context.Context, id uuid.UUID, key string, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return s.call(ctx, "POST", s.APIURL()+"/orders/"+id.String()+"/refunds", map[string]string{"Idempotency-Key": key}, map[string]any{}, nil)
+}
+
 // RefundOf returns the id of the gateway's refund of the order.
 func (s *Stage) RefundOf(ctx context.Context, id uuid.UUID) (string, error) {
 	refunds, err := s.refunds(ctx)
