@@ -102,6 +102,12 @@ func TestModelWithEveryGuardVerifies(t *testing.T) {
 		out, _ := check(t, false)
 		verified(t, "assertions (safety build)", out, time.Since(start))
 	})
+	t.Run("refund", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		out, _ := check(t, false, "REFUND")
+		verified(t, "the refund's assertions (safety build, -DREFUND)", out, time.Since(start))
+	})
 	t.Run("no_lost_email", func(t *testing.T) {
 		t.Parallel()
 		start := time.Now()
@@ -115,19 +121,23 @@ type guardOff struct {
 	flag, guard, invariant string
 	violated               string // in pan's output
 	liveness               bool
+	refund                 bool // in the refund's build (-DREFUND), where the payment's part keeps its guards
 }
 
 var guardsOff = []guardOff{
-	{"NO_STATE_CHECK", "state-check", "the order moves to paid once", "assertion violated (transitions<=1)", false},
-	{"NO_LEDGER_KEY", "ledger-key", "one commission", "assertion violated (commissions<=1)", false},
-	{"NO_CHARGE_CLAIM", "charge-claim", "one charge", "assertion violated (charges<=1)", false},
-	{"NO_ASK_FIRST", "ask-first", "one charge", "assertion violated (charges<=1)", false},
-	{"NO_IDEMPOTENCY_KEY", "idempotency-key", "one charge", "assertion violated (charges<=1)", false},
-	{"NO_WEBHOOK_INBOX", "webhook-inbox", "one acceptance per payment event", "assertion violated (accepted[ev]<=1)", false},
-	{"NO_INBOX", "inbox", "once per message", "assertion violated  !(inbox)", false},
-	{"NO_PROVIDER_KEY", "provider-key", "one e-mail", "assertion violated (emails<=1)", false},
-	{"NO_NOTIFICATION_CLAIM", "notification-claim", "one e-mail", "assertion violated (emails<=1)", false},
-	{"NO_OUTBOX", "outbox", "no lost e-mail (LTL emailed)", "acceptance cycle", true},
+	{"NO_STATE_CHECK", "state-check", "the order moves to paid once", "assertion violated (transitions<=1)", false, false},
+	{"NO_LEDGER_KEY", "ledger-key", "one commission", "assertion violated (commissions<=1)", false, false},
+	{"NO_CHARGE_CLAIM", "charge-claim", "one charge", "assertion violated (charges<=1)", false, false},
+	{"NO_ASK_FIRST", "ask-first", "one charge", "assertion violated (charges<=1)", false, false},
+	{"NO_IDEMPOTENCY_KEY", "idempotency-key", "one charge", "assertion violated (charges<=1)", false, false},
+	{"NO_WEBHOOK_INBOX", "webhook-inbox", "one acceptance per payment event", "assertion violated (accepted[ev]<=1)", false, false},
+	{"NO_INBOX", "inbox", "once per message", "assertion violated  !(inbox)", false, false},
+	{"NO_PROVIDER_KEY", "provider-key", "one e-mail", "assertion violated (emails<=1)", false, false},
+	{"NO_NOTIFICATION_CLAIM", "notification-claim", "one e-mail", "assertion violated (emails<=1)", false, false},
+	{"NO_OUTBOX", "outbox", "no lost e-mail (LTL emailed)", "acceptance cycle", true, false},
+	{"NO_STATE_CHECK", "state-check", "the order moves to refunded once", "assertion violated (refundedT<=1)", false, true},
+	{"NO_LEDGER_KEY", "ledger-key", "one commission reversal", "assertion violated (reversals<=1)", false, true},
+	{"NO_NOTIFICATION_CLAIM", "notification-claim", "one refund notice", "assertion violated (notices<=1)", false, true},
 }
 
 // TestEachGuardOffBreaksItsInvariant: with each modelled guard off, Spin
@@ -135,9 +145,13 @@ var guardsOff = []guardOff{
 func TestEachGuardOffBreaksItsInvariant(t *testing.T) {
 	requireSpin(t)
 	for _, g := range guardsOff {
-		t.Run(g.guard, func(t *testing.T) {
+		name, flags := g.guard, []string{g.flag}
+		if g.refund {
+			name, flags = g.guard+"/refund", append(flags, "REFUND")
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			out, steps := check(t, g.liveness, g.flag)
+			out, steps := check(t, g.liveness, flags...)
 			if !strings.Contains(out, g.violated) || steps == 0 {
 				t.Fatalf("-D%s (--without %s): Spin found no violation of %q (want %q and a trail):\n%s",
 					g.flag, g.guard, g.invariant, g.violated, out)
