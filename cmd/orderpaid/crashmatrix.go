@@ -149,6 +149,9 @@ func runCrashMatrix(e env) error {
 	}
 	summary := crashmatrix.Summary(outcomes, time.Since(start))
 	fmt.Fprintln(e.stdout, "\n"+summary)
+	if *depth == 1 && onlyCells == nil {
+		fmt.Fprintf(e.stdout, "depth two (--depth 2) would add %d pairs\n", len(crashmatrix.Pairs(outcomes, crashmatrix.DepthTwoFlows...)))
+	}
 	var failed error
 	if *without == "" && slices.ContainsFunc(outcomes, crashmatrix.Failed) {
 		failed = fmt.Errorf("crashmatrix: %s", summary) // a guard off is expected to break cells: its table is the answer

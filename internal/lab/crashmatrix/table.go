@@ -297,7 +297,7 @@ func WriteJSON(w io.Writer, outcomes []Outcome) error {
 	enc := json.NewEncoder(w)
 	for _, o := range outcomes {
 		if err := enc.Encode(map[string]any{
-			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "then": o.Cell.Then, "without": o.Without,
+			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "then": o.Cell.Then, "without": o.Without, "recovery": o.Recovery,
 			"held": o.Held, "damage": o.Damage, "answers": o.Answers, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
 		}); err != nil {
 			return err
