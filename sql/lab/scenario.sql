@@ -25,3 +25,10 @@ SELECT count(*) FROM watermill_outbox
 WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[])
   AND payload ->> 'destination_topic' = 'order_paid'
   AND payload -> 'metadata' ->> 'replayed_by' IS NULL;
+
+-- name: ScenarioRunsDone :one
+-- The runs of handler for these orders that ended without an error: a run
+-- that failed (an e-mail's claim held by a run that died, a provider that
+-- said "not now") is in the execution log too, and is retried.
+SELECT count(*) FROM executions
+WHERE order_id = ANY(sqlc.arg(order_ids)::uuid[]) AND handler = sqlc.arg(handler) AND error IS NULL;

@@ -232,7 +232,7 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 		Run: func(ctx context.Context, s *scenario.Stage) error {
 			return pay(ctx, s, []string{"--boundaries", logs["api"]}, []string{"--boundaries", logs["worker"]}, nil, Providers{}, "", true)
 		},
-		Settled: func(c scenario.Counts) bool { return c.ExecRefundConfirmed >= 1 },
+		Settled: func(c scenario.Counts) bool { return c.DoneRefundConfirmed >= 1 },
 	}
 	cfg.Parallel = 1
 	r := scenario.RunOne(ctx, cfg, scenario.Case{Scenario: clean})
@@ -321,9 +321,9 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 		// passed with nothing moving: the message may then be lost, which is
 		// the damage to show.
 		Settled: func(cs scenario.Counts) bool {
-			done := cs.ExecOrderConfirmed >= 1
+			done := cs.DoneOrderConfirmed >= 1
 			if c.Refunds() {
-				done = cs.ExecRefundConfirmed >= 1
+				done = cs.DoneRefundConfirmed >= 1
 			}
 			return done || (without != "" && time.Since(ran) > LostAfter)
 		},
@@ -427,7 +427,7 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 		// once the recovery has reached the e-mail and gone quiet (or
 		// LostAfter has passed: with a guard off it may be lost), Answers
 		// stops at this line.
-		s.WaitFor(ctx, "the recovery", LostAfter, func(c scenario.Counts) bool { return c.ExecOrderConfirmed >= 1 })
+		s.WaitFor(ctx, "the recovery", LostAfter, func(c scenario.Counts) bool { return c.DoneOrderConfirmed >= 1 })
 		if err := sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}

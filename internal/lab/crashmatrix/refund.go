@@ -92,7 +92,7 @@ func refundStory(ctx context.Context, s *scenario.Stage, id uuid.UUID, ps procs,
 	if !p.TwoEvents {
 		return nil
 	}
-	s.WaitFor(ctx, "the refund's recovery", LostAfter, func(c scenario.Counts) bool { return c.ExecRefundConfirmed >= 1 })
+	s.WaitFor(ctx, "the refund's recovery", LostAfter, func(c scenario.Counts) bool { return c.DoneRefundConfirmed >= 1 })
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}

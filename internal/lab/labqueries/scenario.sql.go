@@ -80,3 +80,23 @@ func (q *Queries) ScenarioProviderCalls(ctx context.Context, orderIds []uuid.UUI
 	err := row.Scan(&count)
 	return count, err
 }
+
+const scenarioRunsDone = `-- name: ScenarioRunsDone :one
+SELECT count(*) FROM executions
+WHERE order_id = ANY($1::uuid[]) AND handler = $2 AND error IS NULL
+`
+
+type ScenarioRunsDoneParams struct {
+	OrderIds []uuid.UUID `json:"order_ids"`
+	Handler  string      `json:"handler"`
+}
+
+// The runs of handler for these orders that ended without an error: a run
+// that failed (an e-mail's claim held by a run that died, a provider that
+// said "not now") is in the execution log too, and is retried.
+func (q *Queries) ScenarioRunsDone(ctx context.Context, arg ScenarioRunsDoneParams) (int64, error) {
+	row := q.db.QueryRow(ctx, scenarioRunsDone, arg.OrderIds, arg.Handler)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}

@@ -65,6 +65,11 @@ type Counts struct {
 	// messages it wrote to the outbox, one per distinct event however
 	// often the gateway delivered it (the webhook inbox's effect).
 	Accepted int64 `json:"payment_events_accepted"`
+	// DoneOrderConfirmed and DoneRefundConfirmed are the runs of
+	// order_confirmed and refund_confirmed that ended without an error (the
+	// Exec counts hold the failed ones too): the e-mail's consumer is done.
+	DoneOrderConfirmed  int64 `json:"done_order_confirmed"`
+	DoneRefundConfirmed int64 `json:"done_refund_confirmed"`
 	// RecordsCommitted and RecordsWritten are the records of a Kafka
 	// transactional loop's output topic (kafka-exactly-once-is-not-enough):
 	// those a read_committed reader sees, and all written, those of aborted

@@ -84,6 +84,11 @@ func (s *Stage) Observe(ctx context.Context) (Counts, error) {
 	if c.Accepted, err = labqueries.New(s.pool).ScenarioEventsAccepted(ctx, s.orders); err != nil {
 		return Counts{}, fmt.Errorf("count the payment events accepted: %w", err)
 	}
+	for handler, n := range map[string]*int64{consumer.HandlerOrderConfirmed: &c.DoneOrderConfirmed, consumer.HandlerRefundConfirmed: &c.DoneRefundConfirmed} {
+		if *n, err = labqueries.New(s.pool).ScenarioRunsDone(ctx, labqueries.ScenarioRunsDoneParams{OrderIds: s.orders, Handler: handler}); err != nil {
+			return Counts{}, fmt.Errorf("count the runs of %s done: %w", handler, err)
+		}
+	}
 	return c, nil
 }
 
