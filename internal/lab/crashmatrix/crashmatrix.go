@@ -84,91 +84,7 @@ type Cell struct {
 	Then string
 }
 
-// Providers is how the outside world behaves around the crash, where that
-// changes the outcome. The zero value: providers that remember their keys,
-// a webhook on time.
-type Providers struct {
-	// Forget: the gateway and the notification provider forget their
-	// idempotency keys once the process has died (real ones do after about
-	// a day), so a call re-sent under its key is a new call.
-	Forget bool
-	// LateWebhook: the payment's webhook is held by the gateway until the
-	// client's retries have their answers.
-	LateWebhook bool
-	// TwoEvents: once the flow has recovered, the gateway sends the
-	// payment's event again under a new event id, as providers that send
-	// two events for one payment do: a second order_paid message, with a
-	// message id of its own, for the same business fact.
-	TwoEvents bool
-	// SearchLag: the providers' search (GET /charges?order_id=, GET
-	// /notifications?order_id=) has not caught up with anything made in the
-	// cell, so a look-up after the crash finds nothing; their keys have,
-	// and only the key keeps a call re-sent then from being a second one.
-	// Keys forgotten as well (Forget) leave nothing to keep it: the two
-	// are not run together.
-	SearchLag bool
-	// LateRetry: a client without an answer comes back only once the
-	// payment's webhook has paid the order (a person who reloads the page
-	// later), so only the webhook tells the service of a charge whose
-	// answer died with the api. Not with LateWebhook.
-	LateRetry bool
-}
-
-// searchLag is the providers' search lag with SearchLag: longer than any
-// cell.
-const searchLag = 10 * time.Minute
-
-func (p Providers) String() string {
-	keys, webhook := "remember their keys", "webhook on time"
-	if p.Forget {
-		keys = "forget their keys"
-	}
-	if p.LateWebhook {
-		webhook = "webhook late"
-	}
-	if p.TwoEvents {
-		webhook += ", sent twice under two event ids"
-	}
-	if p.SearchLag {
-		keys += ", their search behind"
-	}
-	if p.LateRetry {
-		webhook += ", the client back after it"
-	}
-	return "providers " + keys + ", " + webhook
-}
-
-// Flags is p as crashmatrix flags ("" for the zero value).
-func (p Providers) Flags() string {
-	var f string
-	if p.Forget {
-		f += " --forget-keys"
-	}
-	if p.LateWebhook {
-		f += " --late-webhook"
-	}
-	if p.TwoEvents {
-		f += " --two-events"
-	}
-	if p.SearchLag {
-		f += " --search-lag"
-	}
-	if p.LateRetry {
-		f += " --late-retry"
-	}
-	return f
-}
-
 func (c Cell) String() string { return c.Boundary + ":" + string(c.Side) }
-
-// Pair is the cell in words with its second crash, if any:
-// "worker/order_paid/COMMIT#1:after, then worker/order_paid/OrderMarkPaid#1:before".
-func (c Cell) Pair() string {
-	if c.Then == "" {
-		return c.String()
-	}
-	return c.String() + ", then " + c.Then
-}
 
 // Process is "api" or "worker": the process that dies.
 func (c Cell) Process() string { p, _, _ := strings.Cut(c.Boundary, "/"); return p }
@@ -333,13 +249,6 @@ func (c Cell) Scenario(without string, p Providers, answers string) *scenario.Sc
 		sc.Without = map[string]scenario.Expect{without: {Note: "guard off"}}
 	}
 	return sc
-}
-
-func thenSummary(c Cell) string {
-	if c.Then == "" {
-		return ""
-	}
-	return ", restarted, and dies again at " + c.Then
 }
 
 // pay is the flow every cell runs: fakes, an api and a worker (each with
@@ -545,50 +454,6 @@ func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Pro
 	return nil
 }
 
-// restarted marks, in a cell's record, where the restarted process starts.
-const restarted = "@@ restarted"
-
-// Recovery reads the boundaries of process and flow that a cell's record
-// (its --boundaries file) has after its process was restarted and before
-// the end of its recovery: what the recovery met, each once, in order. At
-// depth two a second crash falls on one of them.
-func Recovery(path, process, flow string) []string {
-	lines, _ := readLines(path)
-	var out []string
-	after := false
-	for _, l := range lines {
-		switch {
-		case l == restarted:
-			after = true
-		case l == endOfRecovery:
-			return out
-		case after && !strings.HasPrefix(l, "@") && strings.HasPrefix(l, process+"/") && flowOf(l) == flow && !slices.Contains(out, l):
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// Pairs are the depth-two cells of outcomes: each depth-one cell of the
-// flows named, with a second crash at each side of each boundary its
-// recovery met (Outcome.Recovery).
-func Pairs(outcomes []Outcome, flows ...string) []Cell {
-	var out []Cell
-	for _, o := range outcomes {
-		if o.Cell.Then != "" || !slices.Contains(flows, o.Cell.Flow()) {
-			continue
-		}
-		for _, second := range Cells(o.Recovery) {
-			out = append(out, Cell{Boundary: o.Cell.Boundary, Side: o.Cell.Side, Then: second.String()})
-		}
-	}
-	return out
-}
-
-// DepthTwoFlows are the flows whose recoveries the matrix crashes in again
-// at depth two: the payment and order_paid.
-var DepthTwoFlows = []string{"payment", "order_paid"}
-
 // recordArgs keeps the --boundaries of a dead process's arguments for the
 // process that replaces it (without its --crash-at).
 func recordArgs(args []string) []string {
@@ -631,11 +496,6 @@ func Answers(path string) []string {
 // is a path the guard's absence changed (its statement is not run), not a
 // damage.
 var ErrNotReached = errors.New("the boundary was never reached")
-
-// ErrSecondNotReached is a depth-two cell whose restarted process did not
-// meet its second boundary this time (the recovery took another path, as
-// timing may make it): the pair proves nothing and is counted apart.
-var ErrSecondNotReached = errors.New("the second boundary was never reached")
 
 // DieWithin bounds the wait for a cell's process to die at its boundary:
 // the e-mail's boundaries come after the webhook, the relay and order_paid,
@@ -688,50 +548,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// SKU is the item of every cell's order: one unit of it, out of 10.
-const SKU = "sku-crash"
-
-// Checks are what every cell is held to, the effects: one charge, on the
-// service's record too (a charge the service does not know of cannot be
-// refunded), one payment event accepted per event the gateway sent (two
-// with TwoEvents), one order paid, one commission, one confirmation
-// delivered, one e-mail, and the item taken out of stock once. The
-// outbox's rows are not an effect (with the outbox off there are none, by
-// design): what the outbox protects shows in the confirmation delivered
-// and the e-mail.
-func Checks(p Providers) []scenario.Check { return checks(p, false) }
-
-// checks are Checks, and with refund the refund's effects as well (refundChecks).
-func checks(p Providers, refund bool) []scenario.Check {
-	var out []scenario.Check
-	for _, c := range scenario.Once(1) {
-		if c.Metric != scenario.Enqueued {
-			out = append(out, c)
-		}
-	}
-	events := int64(1)
-	if p.TwoEvents && !refund {
-		events = 2
-	}
-	out = append(out,
-		scenario.Check{Metric: scenario.StockReserved, Min: 1, Max: 1},
-		scenario.Check{Metric: scenario.Recorded, Min: 1, Max: 1},
-		scenario.Check{Metric: scenario.Accepted, Min: events, Max: events})
-	if refund {
-		out = append(out, refundChecks()...)
-	}
-	return out
-}
-
-// Damage is what a cell's counts show beyond each effect once, in words
-// ("charges=2 (want 1)"); none when the cell held.
-func Damage(r scenario.Result, p Providers, refund bool) []string {
-	if r.Err != nil {
-		return []string{firstLine(r.Err.Error())}
-	}
-	return scenario.Expect{Checks: checks(p, refund)}.Failed(r.Counts)
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

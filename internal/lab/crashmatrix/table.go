@@ -16,7 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -88,38 +87,6 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 			Counts:   r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
 	}
 	return out
-}
-
-// Beneath names the guards that are a second layer under another: with
-// the other on, nothing reaches them twice, so switching them off alone
-// damages nothing, by design. The inbox answers a redelivered confirmation
-// before the e-mail's claim is asked, and the claim answers it as well.
-// Their damage shows with the guard above switched off too, in the cells
-// that the guard above alone, switched off, did not damage.
-var Beneath = map[string]string{effect.GuardInbox: effect.GuardNotificationClaim}
-
-// GuardProviders is the providers a guard is switched off under, where
-// they differ from the matrix's own p: the world in which the guard is the
-// last thing standing.
-//
-//   - The provider's key is the provider's memory: where the providers
-//     forget their keys, switching it off changes nothing. It is switched
-//     off where they remember their keys and their search lags instead.
-//   - The charge record is how the payment's webhook tells the service of
-//     a charge whose answer died with the api: where the client retries
-//     first (a late webhook), the retry asks the gateway and records the
-//     charge itself. It is switched off where the client comes back only
-//     after the webhook (LateRetry).
-func GuardProviders(guard string, p Providers) Providers {
-	switch guard {
-	case effect.GuardProviderKey:
-		if p.Forget {
-			p.Forget, p.SearchLag = false, true
-		}
-	case effect.GuardChargeRecord:
-		p.LateWebhook, p.LateRetry = false, true
-	}
-	return p
 }
 
 // RunGuards runs cells once with each of guards switched off, one guard
