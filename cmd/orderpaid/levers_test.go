@@ -8,7 +8,9 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
-// The lab's levers switch guards off and inject faults: in a production
+// The lab's levers switch guards off, inject faults, crash at a boundary
+// (--crash-at, --boundaries, the crash matrix's) and shorten the leases
+// (--lease): in a production
 // process they would let effects happen twice, and a log warning is easy to
 // miss. api and worker refuse them (exit 2, naming ORDERPAID_DEV) unless the
 // run is a dev run: ORDERPAID_DEV=1, as the scenario runner, bench and soak
@@ -29,6 +31,10 @@ func TestLabLeversNeedADevRun(t *testing.T) {
 		{"", []string{"worker", "--dedupe-executions"}, "--dedupe-executions"},
 		{"", []string{"worker", "--without", "inbox", "--faults", "order_paid.before_ack=error:1"}, "--without inbox, --faults order_paid.before_ack=error:1"},
 		{"", []string{"api", "--without", ""}, ""},
+		{"", []string{"api", "--crash-at", "api/orders_payments/COMMIT#1:after"}, "--crash-at, --boundaries"},
+		{"", []string{"worker", "--boundaries", "/nonexistent/boundaries.txt"}, "--crash-at, --boundaries"},
+		{"", []string{"api", "--lease", "2s"}, "--lease"},
+		{"1", []string{"api", "--crash-at", "api/orders_payments/COMMIT#1:after", "--lease", "2s"}, ""},
 		{"", []string{"all", "--without", "ledger-key", "--faults", "order_paid.before_ack=error:1"}, ""},
 		{"1", []string{"api", "--without", "webhook-inbox", "--faults", "payment.before_gateway_call=error:1"}, ""},
 		{"1", []string{"worker", "--without", "state-check", "--faults", "order_paid.before_ack=crash", "--dedupe-executions"}, ""},
@@ -47,7 +53,7 @@ func TestLabLeversNeedADevRun(t *testing.T) {
 			if code != 2 {
 				t.Errorf("exit %d, want 2; output:\n%s", code, out)
 			}
-			for _, want := range []string{tt.args[0] + ": " + tt.refused, "lab levers", config.DevVariable + "=1"} {
+			for _, want := range []string{tt.args[0] + ": " + tt.refused, "lab lever", config.DevVariable + "=1"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
