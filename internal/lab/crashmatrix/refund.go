@@ -99,6 +99,12 @@ func refundStory(ctx context.Context, s *scenario.Stage, id uuid.UUID, ps procs,
 	if err := appendLine(answers, endOfRecovery); err != nil {
 		return err
 	}
+	// On a broker that redelivers only once its ack deadline has passed
+	// (NATS), a refund_requested whose worker died is handled late.
+	if _, err := s.WaitFor(ctx, "the refund made, before its second event", 90*time.Second,
+		func(c scenario.Counts) bool { return c.Refunds >= 1 }); err != nil {
+		return err
+	}
 	refundID, err := s.RefundOf(ctx, id)
 	if err != nil {
 		return fmt.Errorf("the refund's second event: %w", err)
