@@ -433,13 +433,13 @@ end:
 #endif
 
 init {
-  atomic { run Client(); run Webhook(); run Relay(); run OrderPaid(); run Confirmed();
+  atomic { run Client(); run Webhook(); run Relay(); run OrderPaid();
 #ifdef REFUND
            /* the payment's part is checked whole without -DREFUND; here one
             * order_paid worker and no week passing keep the space small */
-           run Refund(); run Refunded()
+           run Confirmed(); run Refund(); run Refunded()
 #else
-           run OrderPaid(); run Later()
+           run OrderPaid(); run Confirmed(); run Later()
 #endif
   }
 }
