@@ -156,6 +156,7 @@ func TestLocateFindsTheLineABoundarySitsOn(t *testing.T) {
 // claim is off too (inbox, beneath notification-claim: the claim alone off
 // is held by the inbox there).
 func TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers(t *testing.T) {
+	runsAlone(t)
 	t.Parallel()
 	cfg := config(t)
 	all := boundaries(t)
@@ -273,6 +274,7 @@ func TestRecoveryReadsWhatTheRestartedProcessMet(t *testing.T) {
 // gateway, refunded once, the stock given back once, the commission
 // reversed once, one refund notice). A sample, one or two cells per flow.
 func TestCrashMatrixHoldsInTheRefund(t *testing.T) {
+	runsAlone(t)
 	t.Parallel()
 	all := boundaries(t)
 	var cells []crashmatrix.Cell
@@ -296,5 +298,19 @@ func TestCrashMatrixHoldsInTheRefund(t *testing.T) {
 		if !o.Held || o.Counts.Refunds != 1 || o.Counts.RefundNotices != 1 {
 			t.Errorf("%s: held %v, %d refunds, %d notices, damage %v (logs: %s)", o.Cell, o.Held, o.Counts.Refunds, o.Counts.RefundNotices, o.Damage, o.LogDir)
 		}
+	}
+}
+
+// runsAlone skips a test whose cells crash the e-mail's consumer: its
+// restarted worker meets the e-mail's claim still held by the run that
+// died and waits for it inside the postgres broker's transaction, holding
+// the server's oldest transaction open for seconds, which stalls every
+// postgres-broker consumer and polling relay on the server (they read below
+// pg_snapshot_xmin). scripts/test.sh runs it alone, after the suite, with
+// ORDERPAID_DISRUPTIVE=1.
+func runsAlone(t *testing.T) {
+	t.Helper()
+	if os.Getenv("ORDERPAID_DISRUPTIVE") != "1" {
+		t.Skip("holds the server's oldest transaction open while the e-mail's claim is taken over: runs alone with ORDERPAID_DISRUPTIVE=1 (scripts/test.sh does)")
 	}
 }
