@@ -9,9 +9,9 @@ demo:
 test:
 	bash scripts/test.sh
 
-## build: the orderpaid binary in ./bin
+## build: both binaries in ./bin: orderpaid (production) and orderpaid-lab (the service with the lab)
 build:
-	go build -o bin/orderpaid ./cmd/orderpaid
+	go build -o bin/ ./cmd/orderpaid ./cmd/orderpaid-lab
 
 ## generate: regenerate internal/platform/queries (sql/queries) and internal/lab/labqueries (sql/lab) with the pinned sqlc
 generate:

@@ -12,23 +12,23 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@localhost:5432/postgres?sslmode=disable}"
 
-echo "==> building bin/orderpaid"
-go build -o bin/orderpaid ./cmd/orderpaid
+echo "==> building bin/orderpaid and bin/orderpaid-lab"
+go build -o bin/ ./cmd/orderpaid ./cmd/orderpaid-lab
 
 echo "==> applying the schema to $DATABASE_URL"
 bin/orderpaid migrate
 
-echo "==> starting orderpaid all (api ${HTTP_ADDR:-127.0.0.1:8080}, fakes ${FAKES_ADDR:-127.0.0.1:8081}; logs in bin/demo.log)"
-bin/orderpaid all >bin/demo.out 2>bin/demo.log &
+echo "==> starting orderpaid-lab all (api ${HTTP_ADDR:-127.0.0.1:8080}, fakes ${FAKES_ADDR:-127.0.0.1:8081}; logs in bin/demo.log)"
+bin/orderpaid-lab all >bin/demo.out 2>bin/demo.log &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do
   grep -q "worker running" bin/demo.out 2>/dev/null && break
-  kill -0 $server 2>/dev/null || { echo "orderpaid all stopped; see bin/demo.log:"; tail -20 bin/demo.log; exit 1; }
+  kill -0 $server 2>/dev/null || { echo "orderpaid-lab all stopped; see bin/demo.log:"; tail -20 bin/demo.log; exit 1; }
   sleep 0.2
 done
 
-grep -q "worker running" bin/demo.out 2>/dev/null || { echo "orderpaid all did not start within 10s; see bin/demo.log:"; tail -20 bin/demo.log; exit 1; }
+grep -q "worker running" bin/demo.out 2>/dev/null || { echo "orderpaid-lab all did not start within 10s; see bin/demo.log:"; tail -20 bin/demo.log; exit 1; }
 
 # "api listening on http://[::]:8080": the address bound, as a local URL.
 listening() {
@@ -38,7 +38,7 @@ api_url="${API_URL:-$(listening api)}"
 fakes_url="${FAKES_URL:-$(listening fakes)}"
 
 echo "==> walking one order through the flow (API $api_url, fakes $fakes_url)"
-bin/orderpaid demo --api "$api_url" --fakes "$fakes_url"
+bin/orderpaid-lab demo --api "$api_url" --fakes "$fakes_url"
 
 if [ "${KEEP:-0}" = 1 ]; then
   echo "==> still running (API $api_url, fakes $fakes_url, the lab page $api_url/lab); Ctrl-C to stop"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which files one order runs through (make footprint). Builds orderpaid with
-# coverage, runs `orderpaid all` twice on the postgres broker: once walking one
+# coverage, runs `orderpaid-lab all` twice on the postgres broker: once walking one
 # order (POST /orders, POST /payments, the gateway's webhook, order_paid,
 # the confirmation, its e-mail) and once idle for as long. A code block is the
 # order's when the order run executed it more often than the idle run; the
@@ -19,20 +19,20 @@ module=$(go list -m)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "==> building bin/orderpaid-cover (go build -cover -covermode=atomic)"
-go build -cover -covermode=atomic -coverpkg=./internal/...,./cmd/... -o bin/orderpaid-cover ./cmd/orderpaid
+echo "==> building bin/orderpaid-lab-cover (go build -cover -covermode=atomic)"
+go build -cover -covermode=atomic -coverpkg=./internal/...,./cmd/... -o bin/orderpaid-lab-cover ./cmd/orderpaid-lab
 echo "==> applying the schema to $DATABASE_URL"
-GOCOVERDIR="$work" bin/orderpaid-cover migrate >/dev/null
+GOCOVERDIR="$work" bin/orderpaid-lab-cover migrate >/dev/null
 
-# start NAME: runs `orderpaid all` with its counters in $work/NAME, waits
+# start NAME: runs `orderpaid-lab all` with its counters in $work/NAME, waits
 # until the worker runs, and sets api and fakes to the addresses it bound.
 start() {
   mkdir -p "$work/$1"
-  GOCOVERDIR="$work/$1" bin/orderpaid-cover all >"$work/$1.out" 2>"$work/$1.log" &
+  GOCOVERDIR="$work/$1" bin/orderpaid-lab-cover all >"$work/$1.out" 2>"$work/$1.log" &
   pid=$!
   for _ in $(seq 1 100); do
     grep -q "worker running" "$work/$1.out" && break
-    kill -0 $pid 2>/dev/null || { echo "orderpaid all stopped:"; tail -20 "$work/$1.log"; exit 1; }
+    kill -0 $pid 2>/dev/null || { echo "orderpaid-lab all stopped:"; tail -20 "$work/$1.log"; exit 1; }
     sleep 0.1
   done
   api=$(sed -n 's#^api listening on ##p' "$work/$1.out" | head -1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of docs/performance.md: builds bin/orderpaid and pays ORDERS orders
+# The soak of docs/performance.md: builds bin/orderpaid-lab and pays ORDERS orders
 # (default 10000) with 30% duplicate webhooks while worker processes are
 # SIGKILLed and restarted and a private nats-server is restarted, then checks
 # every invariant; exits non-zero on any violation.
@@ -8,7 +8,7 @@
 # every other user of the server: run it alone (scripts/test.sh does, for the
 # CI-sized soak test).
 #
-# Usage: scripts/soak.sh                       (extra flags go to `orderpaid soak`)
+# Usage: scripts/soak.sh                       (extra flags go to `orderpaid-lab soak`)
 #        ORDERS=300 scripts/soak.sh --rate 50
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,8 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres
 extra=()
 if [ "${ORDERPAID_DISRUPTIVE:-0}" = 1 ]; then extra+=(--restart-postgres); fi
 
-echo "==> building bin/orderpaid"
-go build -o bin/orderpaid ./cmd/orderpaid
+echo "==> building bin/orderpaid and bin/orderpaid-lab"
+go build -o bin/ ./cmd/orderpaid ./cmd/orderpaid-lab
 
-echo "==> orderpaid soak --orders ${ORDERS:-10000} ${extra[*]} $*"
-exec bin/orderpaid soak --orders "${ORDERS:-10000}" "${extra[@]}" "$@"
+echo "==> orderpaid-lab soak --orders ${ORDERS:-10000} ${extra[*]} $*"
+exec bin/orderpaid-lab soak --orders "${ORDERS:-10000}" "${extra[@]}" "$@"

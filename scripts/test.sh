@@ -48,7 +48,7 @@ step "go test (real PostgreSQL, RabbitMQ, NATS)"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/orderpaid-test.log
 
 step "broker outage on RabbitMQ (stops and starts the local RabbitMQ app, so it runs alone)"
-ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestBrokerDownAndBack/amqp' ./cmd/orderpaid
+ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestBrokerDownAndBack/amqp' ./cmd/orderpaid-lab
 
 step "the outbox's switch back (holds the server's oldest transaction open, stalling every postgres-broker consumer, so it runs alone)"
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSwitchBack' ./internal/outbox

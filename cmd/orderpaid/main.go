@@ -1,28 +1,11 @@
-// Command orderpaid is one binary for everything this repository runs: the
-// API, the worker (the outbox relay and the two consumers), the operator's
-// tools (migrate, backfill, reprocess, retention) and the lab that
-// demonstrates and measures the service (fakes, all, demo, scenario, bench,
-// soak). Run `orderpaid -h` for the list of subcommands.
-//
-// main only hands the process to run (run.go): SIGINT and SIGTERM cancel its
-// context, a mistake on the command line exits 2, an error that carries its
-// own status (statusError) exits with it, any other error exits 1.
+// Command orderpaid is the service and its operator's tools: the API, the
+// worker (the outbox relay and the consumers), migrate, backfill,
+// reprocess, retention, reconcile and doctor. It links nothing of the lab:
+// the fakes, the scenarios, the switches that turn guards off and the
+// levers that crash a process are orderpaid-lab's (cmd/orderpaid-lab), and
+// TestProductionLinksNoLab holds it. Run `orderpaid -h` for the list.
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/orderpaid/orderpaid/internal/app"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "orderpaid:", err)
-		os.Exit(exitStatus(err))
-	}
-}
+func main() { app.Main("orderpaid", app.Production(nil)) }

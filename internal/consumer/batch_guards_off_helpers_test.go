@@ -21,11 +21,11 @@ import (
 )
 
 // Helpers of batch_guards_off_test.go: the batch handlers wired as
-// cmd/orderpaid/serve.go wires them, the deliveries, the twins handled one
+// internal/app/worker.go wires them, the deliveries, the twins handled one
 // by one, and what the tests read back.
 
 // paidBatch is the order_paid batch handler of b, wired as
-// cmd/orderpaid/serve.go wires it: its execution log in one statement
+// internal/app/worker.go wires it: its execution log in one statement
 // (Batched) and, while a consumer guard of b.guards is off, each message
 // handed to HandleOrderPaid in turn, held for the outbox's mistake
 // (switches.Batches).

@@ -14,7 +14,7 @@ import (
 )
 
 // The batch handlers with a guard switched off, wired as
-// cmd/orderpaid/serve.go wires them (switches.Consumers, and
+// internal/app/worker.go wires them (switches.Consumers, and
 // switches.Batches around the batch handler: paidBatch, confirmedBatch).
 // No mistake has a set form: with a consumer guard off, a batch hands its
 // messages one at a time to the per-message handler, and so must do

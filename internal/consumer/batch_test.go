@@ -316,7 +316,7 @@ func TestOrderPaidBatchSplitsAroundAFailureItCannotAttribute(t *testing.T) {
 	}
 }
 
-// With a guard switched off, the batch, wired as cmd/orderpaid/serve.go
+// With a guard switched off, the batch, wired as internal/app/worker.go
 // wires it (paidBatch: its messages one at a time), shows the damage of the
 // per-message path: here the state check, so every copy of the message
 // transitions the order and enqueues a confirmation again.

@@ -35,7 +35,7 @@ type bundle struct {
 }
 
 // setup builds a bundle whose consumers have the guards of off switched
-// off (nil: every guard on), wired as cmd/orderpaid/serve.go wires them
+// off (nil: every guard on), wired as internal/app/worker.go wires them
 // (switches.Consumers, with no broker for the outbox's mistake: see
 // withDirect), with a fault set the test arms.
 func setup(t *testing.T, off *switches.Set) *bundle {
@@ -51,7 +51,7 @@ func setup(t *testing.T, off *switches.Set) *bundle {
 	return b
 }
 
-// consumers builds the bundle's consumers, wired as cmd/orderpaid/serve.go
+// consumers builds the bundle's consumers, wired as internal/app/worker.go
 // wires them: every guard of b.guards off, the outbox's mistake publishing
 // to direct.
 func (b *bundle) consumers(direct message.Publisher) *consumer.Consumers {
@@ -60,7 +60,7 @@ func (b *bundle) consumers(direct message.Publisher) *consumer.Consumers {
 	return switches.Consumers(c, b.guards, direct)
 }
 
-// routed is the per-message handler h as cmd/orderpaid/serve.go's router
+// routed is the per-message handler h as internal/app/worker.go's router
 // runs it: held (HoldAfterCommit) when guards can be off (b.guards not
 // nil), as is.
 func (b *bundle) routed(h func(*message.Message) error) func(*message.Message) error {
@@ -70,7 +70,7 @@ func (b *bundle) routed(h func(*message.Message) error) func(*message.Message) e
 	return held(h)
 }
 
-// held wraps a per-message handler as cmd/orderpaid/serve.go's router does
+// held wraps a per-message handler as internal/app/worker.go's router does
 // with a guard switchable (switches.HoldAfterCommit): what the outbox's
 // mistake was given is published once h returned nil.
 func held(h func(*message.Message) error) func(*message.Message) error {

@@ -216,7 +216,9 @@ func relayAll(t *testing.T, pool *pgxpool.Pool) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// 60s: the relay reads only below the server's oldest open transaction,
+	// and the suite's other packages share the server.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		backlog, err := queries.New(pool).OutboxBacklog(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +227,7 @@ func relayAll(t *testing.T, pool *pgxpool.Pool) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("outbox backlog still %d after 10s", backlog)
+			t.Fatalf("outbox backlog still %d after 60s", backlog)
 		}
 	}
 	cancel()

@@ -30,8 +30,8 @@ func labHookRequest(t *testing.T, lab httpapi.LabPage, method, path, body string
 func TestLabPageOnlyInADevRun(t *testing.T) {
 	t.Parallel()
 	rec := labHookRequest(t, nil, "GET", "/lab", "")
-	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "orderpaid all") {
-		t.Errorf("GET /lab without a lab = %d %s, want 404 naming `orderpaid all`", rec.Code, rec.Body)
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "orderpaid-lab all") {
+		t.Errorf("GET /lab without a lab = %d %s, want 404 naming `orderpaid-lab all`", rec.Code, rec.Body)
 	}
 	if rec := labHookRequest(t, nil, "POST", "/lab/guards/ledger-key", `{"off":true}`); rec.Code != http.StatusNotFound {
 		t.Errorf("POST /lab/guards/ledger-key without a lab = %d, want 404", rec.Code)

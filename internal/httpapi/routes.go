@@ -55,7 +55,7 @@ func (s *server) labRoutes(r chi.Router) {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusNotFound)
 		_ = json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: "No lab page in this process", Status: http.StatusNotFound,
-			Detail: "the lab page is served by a dev run only: `orderpaid all`, or ORDERPAID_DEV=1 orderpaid api"})
+			Detail: "the lab page is served by orderpaid-lab in a dev run only: `orderpaid-lab all`, or ORDERPAID_DEV=1 orderpaid-lab api"})
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 // processes, with every guard on and with every guard off, and its report
 // holds together: every order notified once, every effect counted once,
 // throughput and usage measured. (The numbers themselves are judged by
-// `orderpaid bench` on a quiet machine, not here.)
+// `orderpaid-lab bench` on a quiet machine, not here.)
 func TestSmallBenchmarkCountsEveryEffectOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")

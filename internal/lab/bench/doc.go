@@ -1,4 +1,4 @@
-// Package bench measures the real pipeline: `orderpaid fakes`, `orderpaid api`
+// Package bench measures the real pipeline: `orderpaid-lab fakes`, `orderpaid api`
 // and `orderpaid worker` started as child processes against a fresh
 // PostgreSQL database and the chosen broker, fed with signed payment webhooks,
 // timed from "webhook accepted" to "notification sent" at the fake provider.

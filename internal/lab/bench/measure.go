@@ -25,7 +25,7 @@ func Notifications(ctx context.Context, fakesURL string) ([]fakes.Notification, 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("read the provider's notifications (is `orderpaid fakes` running?): %w", err)
+		return nil, fmt.Errorf("read the provider's notifications (is `orderpaid-lab fakes` running?): %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -12,7 +12,7 @@ import (
 
 // Print writes the report as the tables docs/performance.md shows.
 func (r Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "orderpaid bench, %s\n", r.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "orderpaid-lab bench, %s\n", r.Date.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "machine: %s\nserver:  %s\nbroker:  %s\nrelay:   %s\n", r.Machine, r.Server, r.Broker, relayLabel(r.Relay))
 	c := r.Ceiling
 	fmt.Fprintf(w, "ceiling: %.0f tx/s (effect step: state-check UPDATE + transition row + outbox row in one transaction, %d goroutines, %d transactions;\n"+

@@ -66,7 +66,7 @@ type Stack struct {
 	started int // workers started so far, for their names
 }
 
-// StartStack starts `orderpaid fakes`, `orderpaid api` and cfg.Workers
+// StartStack starts `orderpaid-lab fakes`, `orderpaid api` and cfg.Workers
 // `orderpaid worker` processes, and waits until each says it is listening.
 func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	apiAddr, err := childproc.FreeAddr()

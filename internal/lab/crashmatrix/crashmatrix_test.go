@@ -59,7 +59,7 @@ func boundaries(t *testing.T) []string {
 // TestCrashMatrixHoldsOnPaymentAndOrderPaid is the matrix's subset in make
 // test: postgres, per message, the payment's and order_paid's boundaries,
 // one crash each, every guard on. Every cell must end with each effect once
-// (orderpaid crashmatrix runs every flow; docs/crash-matrix.md).
+// (orderpaid-lab crashmatrix runs every flow; docs/crash-matrix.md).
 func TestCrashMatrixHoldsOnPaymentAndOrderPaid(t *testing.T) {
 	cells := crashmatrix.Cells(crashmatrix.Select(boundaries(t), "payment", "order_paid"))
 	if len(cells) < 40 {
@@ -96,7 +96,7 @@ func TestCrashMatrixFindsTheBlindCharge(t *testing.T) {
 // TestCrashMatrixPageHasEveryBoundary fails when a clean run meets a
 // boundary that the published page has no row for: a statement added to a
 // flow is named here until docs/crash-matrix.md (and its pt-BR twin) is
-// made again from a run (orderpaid crashmatrix --markdown). Each row's code
+// made again from a run (orderpaid-lab crashmatrix --markdown). Each row's code
 // link must also still point at the line its boundary sits on.
 func TestCrashMatrixPageHasEveryBoundary(t *testing.T) {
 	all := crashmatrix.Select(boundaries(t))

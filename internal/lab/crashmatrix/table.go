@@ -249,7 +249,7 @@ func Verdict(o Outcome) string {
 
 // ReplayCommand is the command line that runs o's cell alone.
 func ReplayCommand(o Outcome) string {
-	cmd := "orderpaid crashmatrix --only '" + o.Cell.String() + "'"
+	cmd := "orderpaid-lab crashmatrix --only '" + o.Cell.String() + "'"
 	if o.Cell.Then != "" {
 		cmd += " --then '" + o.Cell.Then + "'"
 	}

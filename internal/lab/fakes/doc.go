@@ -1,6 +1,6 @@
 // Package fakes holds in-memory stand-ins for the two external systems
 // orderpaid talks to: a payment gateway and a notification (e-mail) provider.
-// `orderpaid fakes` serves them on FAKES_ADDR; `orderpaid all` runs them in
+// `orderpaid-lab fakes` serves them on FAKES_ADDR; `orderpaid-lab all` runs them in
 // the same process as the service.
 //
 // # Why they exist

@@ -3,7 +3,7 @@ package fakes
 import "net/http"
 
 // New returns one handler serving the fake gateway g and the fake
-// notification provider n; it is what `orderpaid fakes` serves on
+// notification provider n; it is what `orderpaid-lab fakes` serves on
 // FAKES_ADDR. Every route is listed here.
 //
 // Gateway:

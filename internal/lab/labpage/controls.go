@@ -174,5 +174,5 @@ func (p *Page) handleLabGuard(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := json.Marshal(req)
 	writeJSON(w, http.StatusOK, labDone{OK: true, Output: "guards switched off now: " + strings.Join(sw.OffNow(), ", "),
-		CLI: curlLine(http.MethodPost, "$API_URL", "/lab/guards/"+name, body) + "   (or restart: orderpaid all --without " + name + ")"})
+		CLI: curlLine(http.MethodPost, "$API_URL", "/lab/guards/"+name, body) + "   (or restart: orderpaid-lab all --without " + name + ")"})
 }

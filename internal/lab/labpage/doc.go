@@ -3,7 +3,7 @@
 // fakes' settings) and its levers (redeliver a webhook, make a provider
 // fail, replay a message, switch a guard off, arm a fault point).
 //
-// It is lab material: cmd/orderpaid builds it in a dev run only and hands
+// It is lab material: cmd/orderpaid-lab builds it in a dev run only and hands
 // it to the API (httpapi.Deps.Lab), which adds its routes to its own router
 // and knows nothing else of it. labpage.go is what the page is given and
 // its routes; state.go what it polls; controls.go, fakes.go and faults.go

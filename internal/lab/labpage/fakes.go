@@ -47,7 +47,7 @@ func (p *Page) fakesCall(ctx context.Context, method, path string, body []byte) 
 // errFakesUnreachable is the page's answer when the fakes do not answer.
 func (p *Page) errFakesUnreachable(err error) labError {
 	return labError{http.StatusBadGateway, "The fakes did not answer",
-		fmt.Sprintf("is `orderpaid fakes` running at FAKES_URL=%s? (%v)", p.FakesURL, err)}
+		fmt.Sprintf("is `orderpaid-lab fakes` running at FAKES_URL=%s? (%v)", p.FakesURL, err)}
 }
 
 // fakesJSON gets path from the fakes and decodes it into v.

@@ -19,7 +19,7 @@ const maxLabFaultTimes = 100
 // the worker fails there as a crash there would leave it (what committed
 // before stays, what comes after has not happened, the message is not
 // acknowledged), so the broker redelivers and the guards answer. The page
-// cannot kill the worker of `orderpaid all` without killing itself, and it
+// cannot kill the worker of `orderpaid-lab all` without killing itself, and it
 // has no hold on a separate worker process: this is the crash the layout
 // allows. Where the worker runs apart, the same points are armed at its
 // start (--faults POINT=crash:1 kills it for real).
@@ -35,7 +35,7 @@ func (p *Page) handleLabFault(w http.ResponseWriter, r *http.Request) {
 	faults := p.Faults
 	if faults == nil || len(p.FaultPoints) == 0 {
 		p.problem(w, r, labError{http.StatusConflict, "No fault points here",
-			"the page arms fault points only where it shares a process with the worker (`orderpaid all`); " +
+			"the page arms fault points only where it shares a process with the worker (`orderpaid-lab all`); " +
 				"for a separate worker, start it with ORDERPAID_DEV=1 orderpaid worker --faults POINT=error:N (or =crash:1)"})
 		return
 	}
@@ -54,5 +54,5 @@ func (p *Page) handleLabFault(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, labDone{OK: true,
 		Output: fmt.Sprintf("the next %d hit(s) of %s fail as a crash there would leave them", req.Times, point),
 		CLI: curlLine(http.MethodPost, "$API_URL", "/lab/faults/"+point, body) +
-			fmt.Sprintf("   (or at start: orderpaid all --faults %s=error:%d)", point, req.Times)})
+			fmt.Sprintf("   (or at start: orderpaid-lab all --faults %s=error:%d)", point, req.Times)})
 }

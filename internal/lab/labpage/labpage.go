@@ -19,7 +19,7 @@ import (
 )
 
 // Config is what the lab page (GET /lab) reads and acts through. cmd/orderpaid
-// sets it in a dev run only (`orderpaid all`, or ORDERPAID_DEV=1): the page
+// sets it in a dev run only (`orderpaid-lab all`, or ORDERPAID_DEV=1): the page
 // lists recent orders and can re-enqueue messages, which no production API
 // should let anyone reaching it do. The page is a view, not a second
 // implementation: every control calls what the command line calls (the

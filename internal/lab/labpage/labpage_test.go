@@ -106,9 +106,9 @@ func TestLabGuardToggle(t *testing.T) {
 		t.Errorf("an unknown guard = %d, want 400", rec.Code)
 	}
 	// An api alone has no switch set (the nil set, production's, as
-	// cmd/orderpaid wires it): a toggle is refused with the note.
-	alone := labpage.Config{Process: "api", GuardsNote: "start orderpaid all"}
-	if rec := labRequest(t, alone, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "orderpaid all") {
+	// cmd/orderpaid-lab wires it): a toggle is refused with the note.
+	alone := labpage.Config{Process: "api", GuardsNote: "start orderpaid-lab all"}
+	if rec := labRequest(t, alone, "POST", "/lab/guards/ledger-key", "application/json", `{"off":true}`); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "orderpaid-lab all") {
 		t.Errorf("a toggle without a switch set = %d %s, want 409 with the note", rec.Code, rec.Body)
 	}
 }

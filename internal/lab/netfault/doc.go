@@ -23,5 +23,5 @@
 //     client's Commit returns an error for a transaction that is durable.
 //
 // The internal/lab/scenario catalogue uses it for the scenario commit-ack-lost;
-// the network fault tests of cmd/orderpaid use it against a real worker.
+// the network fault tests of cmd/orderpaid-lab use it against a real worker.
 package netfault

@@ -102,7 +102,7 @@ func deleteAMQPObjects(url, prefix string) error {
 // deleteNATSStreams deletes every JetStream stream whose name begins with
 // prefix and returns how many it deleted.
 func deleteNATSStreams(url, prefix string) (int, error) {
-	nc, err := nats.Connect(url, nats.Name("orderpaid scenario clean-up"), nats.Timeout(10*time.Second), nats.MaxReconnects(0))
+	nc, err := nats.Connect(url, nats.Name("orderpaid-lab scenario clean-up"), nats.Timeout(10*time.Second), nats.MaxReconnects(0))
 	if err != nil {
 		return 0, fmt.Errorf("delete the scenario's NATS streams (prefix %s): connect to %s: %w", prefix, config.RedactURL(url), err)
 	}

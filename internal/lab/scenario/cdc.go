@@ -226,11 +226,14 @@ func (s *Stage) crossedWrites(ctx context.Context, id uuid.UUID) (first, second 
 	return first, second, tx.Commit(ctx)
 }
 
-// publishedOrder waits up to 10s for the messages ids to be in the
+// publishedOrder waits up to 60s for the messages ids to be in the
 // order_paid topic's table and returns them in the order they were
-// published; with one id, it returns what is there at once.
+// published; with one id, it returns what is there at once. The wait is
+// long because the polling relay reads only below the server's oldest open
+// transaction: on a server shared with other work (the test suite's other
+// packages), any long transaction there holds it back.
 func (s *Stage) publishedOrder(ctx context.Context, ids ...string) ([]string, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		rows, err := s.pool.Query(ctx, `SELECT uuid FROM watermill_order_paid WHERE uuid = ANY($1) ORDER BY "offset"`, ids)
 		if err != nil {

@@ -17,7 +17,7 @@
 // The runner (RunOne) gives each scenario a Stage: a fresh database on the
 // server of Config.AdminURL, migrated by `orderpaid migrate`; free ports on
 // 127.0.0.1; and the orderpaid binary (Config.Bin) started as child
-// processes, `orderpaid fakes`, `orderpaid api`, one or more
+// processes, `orderpaid-lab fakes`, `orderpaid api`, one or more
 // `orderpaid worker`. A scenario drives the flow over HTTP, injects its
 // fault (the fakes' control endpoints, --faults, --without, SIGKILL,
 // SIGTERM, a database setting) and runs the operator's commands as
@@ -27,5 +27,5 @@
 // in parallel (Config.Parallel).
 //
 // The catalogue (Catalogue) is described section by section, with real
-// output, in docs/scenarios.md; `orderpaid scenario` is its command line.
+// output, in docs/scenarios.md; `orderpaid-lab scenario` is its command line.
 package scenario

@@ -16,7 +16,7 @@ import (
 // dead member's session), protected; and, with the position in the
 // effects' transaction, the Kafka-only ones that read nothing again there. The cluster is franz-go's in-process
 // one (kfake), or TEST_KAFKA_BROKERS when set. The whole catalogue on
-// Kafka is `orderpaid scenario run all --matrix --broker kafka`
+// Kafka is `orderpaid-lab scenario run all --matrix --broker kafka`
 // (docs/kafka.md).
 func TestScenariosOnKafka(t *testing.T) {
 	t.Parallel()

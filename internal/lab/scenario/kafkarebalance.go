@@ -122,7 +122,7 @@ func newWorkerGroups(s *Stage) (*workerGroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs.KafkaBrokers...), kgo.ClientID("orderpaid scenario group watch"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs.KafkaBrokers...), kgo.ClientID("orderpaid-lab scenario group watch"))
 	if err != nil {
 		return nil, fmt.Errorf("watch the workers' Kafka groups: %w", err)
 	}

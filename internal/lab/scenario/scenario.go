@@ -10,7 +10,7 @@ import (
 
 // Scenario is one way a backend repeats work, reproduced on demand.
 type Scenario struct {
-	// Name is what `orderpaid scenario run NAME` takes.
+	// Name is what `orderpaid-lab scenario run NAME` takes.
 	Name string
 	// Summary is the one line `scenario list` prints.
 	Summary string
@@ -137,7 +137,7 @@ func Find(name string) (*Scenario, error) {
 	for i, s := range all {
 		names[i] = s.Name
 	}
-	return nil, fmt.Errorf("no scenario %q: `orderpaid scenario list` shows them (%s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("no scenario %q: `orderpaid-lab scenario list` shows them (%s)", name, strings.Join(names, ", "))
 }
 
 // Case is one run: a scenario, with at most one guard switched off.

@@ -80,7 +80,7 @@ func TestScenariosInBatchMode(t *testing.T) {
 // TestScenariosInBatchModeWithAGuardOff runs one scenario for each guard of
 // the consumers with that guard off, in batch mode: the worker then runs
 // each message through the per-message handler (internal/lab/switches.Batches,
-// wired as cmd/orderpaid/serve.go wires it), which shows the damage the
+// wired as internal/app/worker.go wires it), which shows the damage the
 // per-message path teaches, end to end. (The whole matrix in batch mode is
 // run by hand.)
 func TestScenariosInBatchModeWithAGuardOff(t *testing.T) {

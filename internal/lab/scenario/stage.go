@@ -172,7 +172,7 @@ func (s *Stage) env(override map[string]string) []string {
 	return env
 }
 
-// Start runs the usual topology as three processes: `orderpaid fakes`,
+// Start runs the usual topology as three processes: `orderpaid-lab fakes`,
 // `orderpaid api` and one `orderpaid worker` with workerArgs (--faults ...).
 func (s *Stage) Start(ctx context.Context, workerArgs ...string) error {
 	if err := s.StartFakes(ctx); err != nil {
@@ -185,7 +185,7 @@ func (s *Stage) Start(ctx context.Context, workerArgs ...string) error {
 	return err
 }
 
-// StartFakes starts `orderpaid fakes` and waits until it listens.
+// StartFakes starts `orderpaid-lab fakes` and waits until it listens.
 func (s *Stage) StartFakes(ctx context.Context) error {
 	_, err := s.start(ctx, "fakes", nil, "fakes listening on ", []string{"fakes"})
 	return err

@@ -2,7 +2,7 @@
 // checks that nothing happened twice and nothing was lost.
 //
 // A soak (Run) pays Config.Orders orders through the real processes (the
-// stack of internal/lab/bench: `orderpaid fakes`, `orderpaid api` and several
+// stack of internal/lab/bench: `orderpaid-lab fakes`, `orderpaid api` and several
 // `orderpaid worker`), with duplicate webhooks mixed in (a provider
 // redelivering an event, and a provider sending a second event for the same
 // payment), while a fault injector:
@@ -28,10 +28,10 @@
 // flow settles and checks every invariant: each order paid once, one
 // commission each, the sum of the commissions exact, one notification each
 // at the provider, the poison queue empty, the outbox drained, nothing lost.
-// Report.Print writes one screen; `orderpaid soak` exits non-zero on any
+// Report.Print writes one screen; `orderpaid-lab soak` exits non-zero on any
 // violation.
 //
-// The reconcile soak (RunReconcile, `orderpaid soak --reconcile`) holds
+// The reconcile soak (RunReconcile, `orderpaid-lab soak --reconcile`) holds
 // `orderpaid reconcile` (internal/ops/reconcile) to what it promises beside
 // live traffic. Customers pay orders through the api, each under an
 // Idempotency-Key of its own, while the api is SIGKILLed every few seconds

@@ -17,7 +17,7 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// ReconcileConfig is one reconcile soak (`orderpaid soak --reconcile`):
+// ReconcileConfig is one reconcile soak (`orderpaid-lab soak --reconcile`):
 // customers pay orders through the api while the api is SIGKILLed, a share
 // of the gateway's webhooks never arrive, and `orderpaid reconcile` runs
 // twice at once, during the load and after it. Zero values take the

@@ -39,7 +39,7 @@ func (r ReconcileReport) Passed() bool { return allOK(r.Checks) }
 // Print writes the report on one screen.
 func (r ReconcileReport) Print(w io.Writer) {
 	c, p, f := r.Config, r.Payments, r.Facts
-	fmt.Fprintf(w, "orderpaid soak --reconcile: %d orders, broker %s, %d workers, database %s\n", r.Orders, brokerLabel(c.Broker, c.NATSURL, r.KafkaInProcess), c.Workers, r.Database)
+	fmt.Fprintf(w, "orderpaid-lab soak --reconcile: %d orders, broker %s, %d workers, database %s\n", r.Orders, brokerLabel(c.Broker, c.NATSURL, r.KafkaInProcess), c.Workers, r.Database)
 	fmt.Fprintf(w, "load:      %d orders created and paid at %.0f/s, every customer done after %s: %d paid at the first request, "+
 		"%d after a retry with the same key (%d waited out a lease), %d gave up after no answer (%d requests refused while the api restarted)\n",
 		r.Orders, c.Rate, r.LoadTime.Round(time.Millisecond), p.FirstTry, p.Retried, p.WaitedLease, p.GaveUp, p.Refused)

@@ -35,7 +35,7 @@ func (r Report) Passed() bool { return allOK(r.Checks) }
 // Print writes the report on one screen.
 func (r Report) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "orderpaid soak: %d orders, broker %s, %d workers, database %s\n",
+	fmt.Fprintf(w, "orderpaid-lab soak: %d orders, broker %s, %d workers, database %s\n",
 		c.Orders, brokerLabel(c.Broker, c.NATSURL, r.KafkaInProcess), c.Workers, r.Database)
 	if c.Without != "" {
 		fmt.Fprintf(w, "guards:  OFF: %s (the soak should catch the damage)\n", c.Without)

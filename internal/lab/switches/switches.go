@@ -5,7 +5,7 @@
 // The story does not know it exists. Each story part calls its guarded
 // steps through a Guards value of its own (consumer.Guards, payment.Guards,
 // webhook.Guards), whose fields default to the guards; this package, used
-// only where a process in workshop mode is wired (cmd/orderpaid), sets a
+// only where a process in workshop mode is wired (cmd/orderpaid-lab), sets a
 // field to the mistake named beside it in the table of guards
 // (effect.Protections). A guard switched off at run time takes effect at
 // the next call of its step.

@@ -22,7 +22,7 @@ import (
 const DevWebhookSecret = "whsec_dev_only_do_not_use_in_production"
 
 // DevVariable names the variable that marks a development, workshop or test
-// run: ORDERPAID_DEV=1. `orderpaid all` and `demo` are dev runs without it;
+// run: ORDERPAID_DEV=1. `orderpaid-lab all` and `demo` are dev runs without it;
 // the scenario runner, bench and soak set it for the processes they start.
 const DevVariable = "ORDERPAID_DEV"
 
@@ -72,7 +72,7 @@ type Config struct {
 	// ran one, and none should wait for a Kafka at the default address.
 	KafkaBrokersSet bool
 	HTTPAddr        string // HTTP_ADDR: the API listens here (default DefaultHTTPAddr; DevHTTPAddr in a dev run)
-	FakesAddr       string // FAKES_ADDR: orderpaid fakes listens here (default DevFakesAddr)
+	FakesAddr       string // FAKES_ADDR: orderpaid-lab fakes listens here (default DevFakesAddr)
 	FakesURL        string // FAKES_URL: where api and worker reach the fakes
 	WebhookURL      string // WEBHOOK_URL: where the fake gateway delivers webhooks
 	WebhookSecret   string // WEBHOOK_SECRET: HMAC secret for provider webhooks, as set (may be empty: see WebhookSecretFor)
@@ -215,7 +215,7 @@ func Load(getenv func(string) string) (Config, error) {
 
 // ForDevRun returns c as a dev run uses it: the API listens on DevHTTPAddr,
 // loopback only, unless HTTP_ADDR is set. Load applies it with
-// ORDERPAID_DEV=1; `orderpaid all` (and `demo`, which runs it) is a dev run
+// ORDERPAID_DEV=1; `orderpaid-lab all` (and `demo`, which runs it) is a dev run
 // without it, and applies it itself.
 func (c Config) ForDevRun() Config {
 	if !c.httpAddrSet {
@@ -299,7 +299,7 @@ const MinWebhookSecretBytes = 32
 // With a known secret a forged payment.succeeded passes verification, and the
 // commission is credited and the e-mail sent for an order nobody paid. So an
 // empty WEBHOOK_SECRET does not silently become the documented one: outside a
-// dev run (devRun: `orderpaid all`, `demo`, or ORDERPAID_DEV=1) both an empty
+// dev run (devRun: `orderpaid-lab all`, `demo`, or ORDERPAID_DEV=1) both an empty
 // secret and the dev secret are refused, with an error saying what to set.
 // A secret that can be guessed is refused in every run: one shorter than
 // MinWebhookSecretBytes, and one holding whitespace, such as the dev secret

@@ -91,15 +91,15 @@ func TestListenAddresses(t *testing.T) {
 	for _, tt := range []struct {
 		name             string
 		env              map[string]string
-		devRun           bool // as `orderpaid all`: ForDevRun without ORDERPAID_DEV
+		devRun           bool // as `orderpaid-lab all`: ForDevRun without ORDERPAID_DEV
 		wantAPI, wantFks string
 	}{
 		{"production", nil, false, ":8080", "127.0.0.1:8081"},
 		{"ORDERPAID_DEV=1", map[string]string{"ORDERPAID_DEV": "1"}, false, "127.0.0.1:8080", "127.0.0.1:8081"},
-		{"orderpaid all", nil, true, "127.0.0.1:8080", "127.0.0.1:8081"},
+		{"orderpaid-lab all", nil, true, "127.0.0.1:8080", "127.0.0.1:8081"},
 		{"a dev run told otherwise", map[string]string{"ORDERPAID_DEV": "1", "HTTP_ADDR": "0.0.0.0:8080", "FAKES_ADDR": "0.0.0.0:8081"}, true,
 			"0.0.0.0:8080", "0.0.0.0:8081"},
-		{"orderpaid all on a port of its own", map[string]string{"HTTP_ADDR": "127.0.0.1:18080"}, true, "127.0.0.1:18080", "127.0.0.1:8081"},
+		{"orderpaid-lab all on a port of its own", map[string]string{"HTTP_ADDR": "127.0.0.1:18080"}, true, "127.0.0.1:18080", "127.0.0.1:8081"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := config.Load(func(k string) string { return tt.env[k] })

@@ -26,7 +26,7 @@ func New(crash func()) *Set {
 // a misspelt point would arm nothing, and the scenario or test that relies
 // on the fault would pass without it ever firing. Each point is declared
 // beside the code that hits it, in packages this one must not import, so
-// the caller gathers the list (faultPoints in cmd/orderpaid).
+// the caller gathers the list (app.FaultPoints in internal/app/faults.go).
 func Parse(spec string, known []string, crash func()) (*Set, error) {
 	s := New(crash)
 	for _, item := range strings.Split(spec, ",") {

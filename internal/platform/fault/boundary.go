@@ -87,7 +87,7 @@ func (b *Boundaries) CrashAt(spec string, crash func()) error {
 		return fmt.Errorf("crash at %q: the side must be before or after", spec)
 	}
 	if strings.Count(name, "/") < 2 || !strings.Contains(name, "#") {
-		return fmt.Errorf("crash at %q: want process/flow/span#n, as `orderpaid crashmatrix --list` prints them", spec)
+		return fmt.Errorf("crash at %q: want process/flow/span#n, as `orderpaid-lab crashmatrix --list` prints them", spec)
 	}
 	b.crashAt, b.crashWhen, b.crash = name, when, crash
 	return nil

@@ -4,7 +4,7 @@
 // process crash on demand, to reproduce a partial failure. A story part
 // takes a *Set (WithFaults) and calls Hit between its steps; the nil *Set,
 // production's, fires nothing. Only a process started in workshop mode
-// accepts --faults (cmd/orderpaid).
+// accepts --faults (orderpaid-lab).
 package fault
 
 import (
