@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,4 +20,14 @@ func Lanes(s message.Subscriber) []message.Subscriber { return s.(*lanedSubscrib
 // to 4), for tests that play a member at a chosen moment.
 func KafkaPositionsApply(ctx context.Context, pool *pgxpool.Pool, group, topic string, cl *kgo.Client, records []*kgo.Record, handle func(msgs []*message.Message) (done int)) (done int, err error) {
 	return (&kafkaPositions{pool: pool}).apply(ctx, group, topic, cl, records, handle)
+}
+
+// NewPostgresSubscriberRowLocked is a postgres subscriber that takes its
+// group's turn as watermill does, with the position's row locked FOR
+// UPDATE: what pgturn.go replaces, for the test that shows the difference.
+func NewPostgresSubscriberRowLocked(pool *pgxpool.Pool, group string) (message.Subscriber, error) {
+	return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
+		ConsumerGroup: group, SchemaAdapter: PostgresSchema{BatchSize: 10}, OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{},
+		PollInterval: 20 * time.Millisecond, ResendInterval: 20 * time.Millisecond,
+	}, watermill.NopLogger{})
 }

@@ -27,10 +27,10 @@ import (
 // each with its own offset row, and lane k takes only the rows whose order id
 // hashes to k (see LaneOf). Lanes run in parallel; inside a lane, and so for
 // any one order, messages are still handed out one at a time and in order.
-// Members of one lane take turns on its offset row, so two workers never hand
-// out the same message in the normal case, and a worker skips a lane another
-// one holds (PostgresSchema.SelectQuery): with several workers, each holds
-// some of the lanes.
+// Members of one lane take turns (pgturn.go), so two workers never hand out
+// the same message in the normal case, and a worker skips a lane another one
+// holds (PostgresSchema.SelectQuery): with several workers, each holds some
+// of the lanes.
 //
 // The number of lanes is part of where the group stands, and of its name:
 // another number starts new sub-groups at offset 0, which re-delivers the
@@ -91,12 +91,12 @@ func NewPostgresSubscriber(pool *pgxpool.Pool, cfg PostgresSubscriberConfig, log
 	n := max(cfg.Lanes, 1)
 	lanes := make([]message.Subscriber, n)
 	for k := range lanes {
-		group, schema := cfg.ConsumerGroup, PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 10)}
+		group, schema := cfg.ConsumerGroup, PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 10), Turn: true}
 		if n > 1 {
 			group = LaneGroup(cfg.ConsumerGroup, k, n)
 			schema.LaneKey, schema.Lanes, schema.Lane = cfg.LaneKey, n, k
 		}
-		sub, err := wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
+		sub, err := wsql.NewSubscriber(newTurnBeginner(pool, group), wsql.SubscriberConfig{
 			ConsumerGroup:    group,
 			SchemaAdapter:    schema,
 			OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},

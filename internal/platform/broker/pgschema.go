@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"database/sql"
 	"fmt"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -31,10 +32,25 @@ type PostgresSchema struct {
 	Lanes, Lane int
 	// LaneKey is LaneKeyMessage or LaneKeyEnvelope.
 	LaneKey string
+	// Turn makes the poll take the group's turn from the transaction's
+	// advisory lock (turnBeginner, pgturn.go) instead of locking the
+	// position FOR UPDATE, and run in READ COMMITTED. A subscriber's
+	// transaction then has no id while its handler runs.
+	Turn bool
+}
+
+// SubscribeIsolationLevel is watermill's REPEATABLE READ, or READ COMMITTED
+// with Turn: the poll's snapshot must be taken after the turn's lock.
+func (s PostgresSchema) SubscribeIsolationLevel() sql.IsolationLevel {
+	if s.Turn {
+		return sql.LevelReadCommitted
+	}
+	return s.DefaultPostgreSQLSchema.SubscribeIsolationLevel()
 }
 
 // SelectQuery returns the poll: the group's position, locked FOR UPDATE as
-// watermill does, then the next BatchSize committed rows after it, in
+// watermill does (or, with Turn, read once the transaction has the group's
+// turn: pgturn.go), then the next BatchSize committed rows after it, in
 // (transaction_id, offset) order. Two differences from watermill's:
 //
 //   - The position is locked only when a row is waiting after it. Taking the
@@ -65,14 +81,19 @@ func (s PostgresSchema) SelectQuery(params wsql.SelectQueryParams) (wsql.Query, 
 		}
 		return where
 	}
+	turn := `
+  FOR UPDATE SKIP LOCKED`
+	if s.Turn {
+		turn = `
+  AND current_setting('` + turnSetting + `', true) = 'true'`
+	}
 	query := `WITH seen AS (
   SELECT offset_acked, last_processed_transaction_id FROM ` + positions + ` WHERE consumer_group = $1
 ), waiting AS (
   SELECT 1 FROM ` + messages + ` WHERE ` + after("seen") + ` LIMIT 1
 ), last_processed AS (
   SELECT offset_acked, last_processed_transaction_id FROM ` + positions + `
-  WHERE consumer_group = $1 AND EXISTS (SELECT 1 FROM waiting)
-  FOR UPDATE SKIP LOCKED
+  WHERE consumer_group = $1 AND EXISTS (SELECT 1 FROM waiting)` + turn + `
 )
 SELECT "offset", transaction_id, uuid, payload, metadata
 FROM ` + messages + `

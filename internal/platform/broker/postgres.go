@@ -12,7 +12,7 @@ import (
 
 // newPostgres uses PostgreSQL itself as the broker: one watermill_<topic>
 // table per topic and one offsets table per topic, keyed by consumer group.
-// Members of one group take turns on its offset row (FOR UPDATE), so with
+// Members of one group take turns (an advisory lock, pgturn.go), so with
 // this broker more replicas add availability, not throughput (lanes.go says
 // why the consumers read in one lane).
 func newPostgres(pool *pgxpool.Pool, logger watermill.LoggerAdapter) (*Broker, error) {
