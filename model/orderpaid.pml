@@ -12,7 +12,7 @@
  *     provider call;
  *   - `assert(x)` is an invariant: Spin reports the first run where it fails.
  *
- * Each guard of the lab (`orderpaid ... --without NAME`) is a flag: compile
+ * Each guard of the lab (`orderpaid-lab ... --without NAME`) is a flag: compile
  * with -DNO_STATE_CHECK (and so on) and the guard is replaced by the mistake
  * the lab wires in its place.
  *

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -39,17 +38,9 @@ func runBench(e env) error {
 	if err := parseFlags(fs, e, "[flags]"); err != nil {
 		return helpOK(err)
 	}
-	plan := bench.Plan{InboxRows: *inboxRows, Backfill: *backfill, Repeat: *repeat, BatchSize: *batch}
-	for _, r := range strings.Split(*runs, ",") {
-		switch strings.TrimSpace(r) {
-		case "off":
-			plan.GuardsOff = true
-		case "half":
-			plan.HalfLoad = true
-		case "":
-		default:
-			return usageError{Err: fmt.Errorf("bench: --runs: unknown run %q: want off, half or both", r)}
-		}
+	plan, err := benchPlan(*runs, bench.Plan{InboxRows: *inboxRows, Backfill: *backfill, Repeat: *repeat, BatchSize: *batch})
+	if err != nil {
+		return err
 	}
 	if *orders < 1 || *senders < 1 || *ceilingWorkers < 1 || *repeat < 1 || *inboxRows < 0 || *backfill < 0 {
 		return usageError{Err: errors.New("bench: --orders, --senders, --ceiling-workers and --repeat must be positive; --inbox-rows and --backfill not negative")}
@@ -67,27 +58,38 @@ func runBench(e env) error {
 	if !slices.Contains(soakBrokers, cfg.Broker) {
 		return usageError{Err: fmt.Errorf("bench: --broker %q: want postgres, amqp, nats or kafka", cfg.Broker)}
 	}
-	bin, err := os.Executable()
+	bin, logs, err := processes("bench", *logDir)
 	if err != nil {
-		return fmt.Errorf("bench: find the orderpaid binary to start: %w", err)
-	}
-	if *logDir == "" {
-		if *logDir, err = os.MkdirTemp("", "orderpaid-bench-"); err != nil {
-			return fmt.Errorf("bench: create a log directory (set --logs): %w", err)
-		}
+		return err
 	}
 	rep, err := bench.Suite(e.Ctx, bench.Config{
 		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: cfg.Broker, AMQPURL: cfg.AMQPURL, NATSURL: cfg.NATSURL, KafkaBrokers: kafkaBrokersSet(cfg),
-		Relay: *relay, LogDir: *logDir, Orders: *orders, Senders: *senders, CeilingWorkers: *ceilingWorkers, Keep: *keep,
+		Relay: *relay, LogDir: logs, Orders: *orders, Senders: *senders, CeilingWorkers: *ceilingWorkers, Keep: *keep,
 		Progress: e.Stderr,
 	}, plan)
 	if err != nil {
-		return fmt.Errorf("%w (process logs in %s)", err, *logDir)
+		return fmt.Errorf("%w (process logs in %s)", err, logs)
 	}
 	rep.Print(e.Stdout)
-	fmt.Fprintf(e.Stdout, "\nprocess logs: %s\n", *logDir)
+	fmt.Fprintf(e.Stdout, "\nprocess logs: %s\n", logs)
 	if *strict && !rep.Met() {
 		return errTargetsMissed
 	}
 	return nil
+}
+
+// benchPlan adds the runs of --runs to plan.
+func benchPlan(runs string, plan bench.Plan) (bench.Plan, error) {
+	for _, r := range strings.Split(runs, ",") {
+		switch strings.TrimSpace(r) {
+		case "off":
+			plan.GuardsOff = true
+		case "half":
+			plan.HalfLoad = true
+		case "":
+		default:
+			return plan, usageError{Err: fmt.Errorf("bench: --runs: unknown run %q: want off, half or both", r)}
+		}
+	}
+	return plan, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orderpaid/orderpaid/internal/lab/demo"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
@@ -142,13 +143,16 @@ func call(t *testing.T, method, url string, headers map[string]string, body any,
 	return resp.StatusCode
 }
 
+// audit is the API's GET /orders/{id}/audit, as the demo reads it.
+type audit struct{ demo.Audit }
+
 func (a audit) String() string {
 	return fmt.Sprintf("executions=%v effects=%v", a.Executions, a.Effects)
 }
 
 // allEffectsOnce reports whether every effect of a paid order with an
 // affiliate happened exactly once.
-func (a audit) allEffectsOnce() bool { return a.settled(0) }
+func (a audit) allEffectsOnce() bool { return a.Settled(0) }
 
 // healthy reports whether GET url answers 200; a refused connection is
 // "not yet", not a failure.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/orderpaid/orderpaid/internal/lab/kafkalab"
 	"github.com/orderpaid/orderpaid/internal/lab/scenario"
 	"github.com/orderpaid/orderpaid/internal/lab/switches"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
@@ -112,7 +111,12 @@ func scenarioRun(e env) error {
 		return err
 	}
 	defer stopKafka()
-	results := scenario.Run(e.Ctx, runCfg, cases)
+	return writeResults(e, scenario.Run(e.Ctx, runCfg, cases))
+}
+
+// writeResults prints the scenarios' table, their audits (--audit) and the
+// summary, and fails if any scenario did.
+func writeResults(e env, results []scenario.Result) error {
 	fmt.Fprintln(e.Stdout)
 	if err := scenario.WriteTable(e.Stdout, results); err != nil {
 		return err
@@ -128,23 +132,6 @@ func scenarioRun(e env) error {
 		}
 	}
 	return nil
-}
-
-// inProcessKafka starts an in-process Kafka cluster for a run of name on
-// the kafka broker when KAFKA_BROKERS is not set, points the children at it
-// and says so ("the scenarios run on ..."); stop ends it. Otherwise it does
-// nothing.
-func inProcessKafka(e env, name, what string, runCfg scenario.Config) (stop func(), err error) {
-	if runCfg.Broker != config.BrokerKafka || runCfg.Env["KAFKA_BROKERS"] != "" {
-		return func() {}, nil
-	}
-	cluster, err := kafkalab.Start()
-	if err != nil {
-		return nil, err
-	}
-	runCfg.Env["KAFKA_BROKERS"] = cluster.Brokers()
-	fmt.Fprintf(e.Stderr, "%s: KAFKA_BROKERS is not set: %s run on an in-process Kafka cluster at %s (franz-go's kfake, gone when this command ends); set KAFKA_BROKERS to run them on a real one\n", name, what, cluster.Brokers())
-	return cluster.Close, nil
 }
 
 // scenarioCases turns NAME|all, --without and --matrix into the runs to make.

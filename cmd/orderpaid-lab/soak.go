@@ -17,16 +17,6 @@ import (
 // soakBrokers are the brokers the soak and the bench run on.
 var soakBrokers = []string{config.BrokerPostgres, config.BrokerAMQP, config.BrokerNATS, config.BrokerKafka}
 
-// kafkaBrokersSet is KAFKA_BROKERS as given, "" when it is not set: the
-// soak and the bench then start an in-process Kafka cluster
-// (internal/lab/kafkalab) instead of trying config.DefaultKafkaBrokers.
-func kafkaBrokersSet(cfg config.Config) string {
-	if !cfg.KafkaBrokersSet {
-		return ""
-	}
-	return strings.Join(cfg.KafkaBrokers, ",")
-}
-
 // errSoakFailed is returned when an invariant did not hold; the report
 // above it says which.
 var errSoakFailed = errors.New("soak: invariants violated (see the report above)")
@@ -57,12 +47,6 @@ func runSoak(e env) error {
 		return helpOK(err)
 	}
 	if *rf.on {
-		if len(setFlags(fs, "orders")) == 0 {
-			*orders = 1000
-		}
-		if len(setFlags(fs, "rate")) == 0 {
-			*rate = 25
-		}
 		return runReconcileSoak(e, fs, rf, soak.ReconcileConfig{
 			Broker: *brokerName, Orders: *orders, Rate: *rate, Workers: *workers, KillEvery: *killEvery,
 			SettleTimeout: *settle, LogDir: *logDir, Keep: *keep,
@@ -71,52 +55,26 @@ func runSoak(e env) error {
 	if set := setFlags(fs, rf.only...); len(set) > 0 {
 		return usageError{Err: fmt.Errorf("soak: --%s: only with --reconcile", set[0])}
 	}
-	switch {
-	case !slices.Contains(soakBrokers, *brokerName):
-		return usageError{Err: fmt.Errorf("soak: --broker %q: want nats, postgres, amqp or kafka", *brokerName)}
-	case *orders < 1 || *workers < 1 || *rate <= 0:
-		return usageError{Err: errors.New("soak: --orders, --workers and --rate must be positive")}
-	case *duplicates < 0 || *duplicates > 1:
-		return usageError{Err: fmt.Errorf("soak: --duplicates %v: want a share between 0 and 1", *duplicates)}
-	case *killEvery <= 0 || *restartEvery <= 0 || *settle <= 0:
-		return usageError{Err: errors.New("soak: --kill-every, --restart-every and --settle-timeout must be positive durations")}
-	case *relay != config.RelayPoll && *relay != config.RelayLogical:
-		return usageError{Err: fmt.Errorf("soak: --relay %q: want poll or logical", *relay)}
-	case *restartRabbitMQ && *brokerName != config.BrokerAMQP:
-		return usageError{Err: errors.New("soak: --restart-rabbitmq needs --broker amqp")}
+	c := soak.Config{
+		Broker: *brokerName, Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, OutboxRelay: *relay, Workers: *workers, Without: *withoutList, Rate: *rate,
+		KillEvery: *killEvery, RestartEvery: *restartEvery,
+		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
+		SettleTimeout: *settle, Keep: *keep, KeepOnFailure: true, Progress: e.Stderr,
 	}
-	if _, err := switches.Parse(*withoutList); err != nil {
-		return usageError{Err: fmt.Errorf("soak: --without: %w", err)}
-	}
-	if *position != "" {
-		// The workers' own check, before any process starts.
-		env := map[string]string{"BROKER": *brokerName, "CONSUMER_BATCH_SIZE": fmt.Sprint(max(*batch, 1)), "CONSUMER_POSITION": *position}
-		if _, err := config.Load(func(k string) string { return env[k] }); err != nil {
-			return usageError{Err: fmt.Errorf("soak: --position: %w", err)}
-		}
+	if err := checkSoak(c); err != nil {
+		return err
 	}
 	cfg, _, err := loadConfig(e)
 	if err != nil {
 		return err
 	}
-	bin, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("soak: find the orderpaid binary to start: %w", err)
+	c.AdminURL, c.AMQPURL, c.KafkaBrokers = cfg.DatabaseURL, cfg.AMQPURL, kafkaBrokersSet(cfg)
+	if c.Binary, c.LogDir, err = processes("soak", *logDir); err != nil {
+		return err
 	}
-	if *logDir == "" {
-		if *logDir, err = os.MkdirTemp("", "orderpaid-soak-"); err != nil {
-			return fmt.Errorf("soak: create a log directory (set --logs): %w", err)
-		}
-	}
-	rep, err := soak.Run(e.Ctx, soak.Config{
-		Binary: bin, AdminURL: cfg.DatabaseURL, Broker: *brokerName, AMQPURL: cfg.AMQPURL, KafkaBrokers: kafkaBrokersSet(cfg),
-		Orders: *orders, Duplicates: *duplicates, Refunds: *refunds, BatchSize: *batch, Position: *position, OutboxRelay: *relay, Workers: *workers, Without: *withoutList, Rate: *rate,
-		KillEvery: *killEvery, RestartEvery: *restartEvery,
-		RestartPostgres: *restartPostgres, RestartRabbitMQ: *restartRabbitMQ,
-		SettleTimeout: *settle, LogDir: *logDir, Keep: *keep, KeepOnFailure: true, Progress: e.Stderr,
-	})
+	rep, err := soak.Run(e.Ctx, c)
 	if err != nil {
-		return fmt.Errorf("%w (process logs in %s)", err, *logDir)
+		return fmt.Errorf("%w (process logs in %s)", err, c.LogDir)
 	}
 	rep.Print(e.Stdout)
 	if !rep.Passed() {
@@ -161,6 +119,12 @@ func setFlags(fs *flag.FlagSet, names ...string) []string {
 // runReconcileSoak runs `orderpaid-lab soak --reconcile` with the flags it
 // shares with the other soak in c. See internal/lab/soak.RunReconcile.
 func runReconcileSoak(e env, fs *flag.FlagSet, rf soakReconcileFlags, c soak.ReconcileConfig) error {
+	if len(setFlags(fs, "orders")) == 0 {
+		c.Orders = 1000
+	}
+	if len(setFlags(fs, "rate")) == 0 {
+		c.Rate = 25
+	}
 	switch set := setFlags(fs, rf.notWith...); {
 	case len(set) > 0:
 		return usageError{Err: fmt.Errorf("soak: --%s does not apply with --reconcile", set[0])}
@@ -195,6 +159,36 @@ func runReconcileSoak(e env, fs *flag.FlagSet, rf soakReconcileFlags, c soak.Rec
 	rep.Print(e.Stdout)
 	if !rep.Passed() {
 		return errSoakFailed
+	}
+	return nil
+}
+
+// checkSoak refuses a soak whose flags contradict each other or name
+// nothing, before any process starts.
+func checkSoak(c soak.Config) error {
+	switch {
+	case !slices.Contains(soakBrokers, c.Broker):
+		return usageError{Err: fmt.Errorf("soak: --broker %q: want nats, postgres, amqp or kafka", c.Broker)}
+	case c.Orders < 1 || c.Workers < 1 || c.Rate <= 0:
+		return usageError{Err: errors.New("soak: --orders, --workers and --rate must be positive")}
+	case c.Duplicates < 0 || c.Duplicates > 1:
+		return usageError{Err: fmt.Errorf("soak: --duplicates %v: want a share between 0 and 1", c.Duplicates)}
+	case c.KillEvery <= 0 || c.RestartEvery <= 0 || c.SettleTimeout <= 0:
+		return usageError{Err: errors.New("soak: --kill-every, --restart-every and --settle-timeout must be positive durations")}
+	case c.OutboxRelay != config.RelayPoll && c.OutboxRelay != config.RelayLogical:
+		return usageError{Err: fmt.Errorf("soak: --relay %q: want poll or logical", c.OutboxRelay)}
+	case c.RestartRabbitMQ && c.Broker != config.BrokerAMQP:
+		return usageError{Err: errors.New("soak: --restart-rabbitmq needs --broker amqp")}
+	}
+	if _, err := switches.Parse(c.Without); err != nil {
+		return usageError{Err: fmt.Errorf("soak: --without: %w", err)}
+	}
+	if c.Position != "" {
+		// The workers' own check, before any process starts.
+		env := map[string]string{"BROKER": c.Broker, "CONSUMER_BATCH_SIZE": fmt.Sprint(max(c.BatchSize, 1)), "CONSUMER_POSITION": c.Position}
+		if _, err := config.Load(func(k string) string { return env[k] }); err != nil {
+			return usageError{Err: fmt.Errorf("soak: --position: %w", err)}
+		}
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ type StackConfig struct {
 	Prefix string
 	// Without lists the guards switched off (--without), "" for all on.
 	Without string
-	// Workers is the number of `orderpaid worker` processes (default 1).
+	// Workers is the number of `orderpaid-lab worker` processes (default 1).
 	Workers int
 	// NoAPI starts fakes and workers only (the backfill run).
 	NoAPI bool
@@ -66,8 +66,8 @@ type Stack struct {
 	started int // workers started so far, for their names
 }
 
-// StartStack starts `orderpaid-lab fakes`, `orderpaid api` and cfg.Workers
-// `orderpaid worker` processes, and waits until each says it is listening.
+// StartStack starts `orderpaid-lab fakes`, `orderpaid-lab api` and cfg.Workers
+// `orderpaid-lab worker` processes, and waits until each says it is listening.
 func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	apiAddr, err := childproc.FreeAddr()
 	if err != nil {
@@ -113,7 +113,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	return s, nil
 }
 
-// RestartAPI starts an `orderpaid api` on the api's address and waits until
+// RestartAPI starts an `orderpaid-lab api` on the api's address and waits until
 // it listens: the first one, or a new one once the last has exited (the
 // soak SIGKILLs it). Each has a log of its own: api.log, api2.log, ...
 func (s *Stack) RestartAPI(ctx context.Context) (*Proc, error) {
@@ -145,7 +145,7 @@ func (s *Stack) APIProc() *Proc {
 	return s.api
 }
 
-// StartWorker starts one more `orderpaid worker` (with its /metrics on a
+// StartWorker starts one more `orderpaid-lab worker` (with its /metrics on a
 // port of its own) and waits until it runs.
 func (s *Stack) StartWorker(ctx context.Context) (*Proc, error) {
 	s.mu.Lock()

@@ -3,7 +3,7 @@ package doccheck_test
 // There is no Docker engine where these tests run, so docker-compose.yml is
 // checked the next best way: loaded with compose-spec's Go loader (the code
 // docker compose itself uses to read the file) and cross-checked against what
-// orderpaid actually reads and serves.
+// orderpaid and orderpaid-lab actually read, serve and take as subcommands.
 
 import (
 	"cmp"
@@ -23,19 +23,91 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/orderpaid/orderpaid/internal/app"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 )
 
-// orderpaidImage is the image every orderpaid service runs (built once from
-// the Dockerfile).
-const orderpaidImage = "orderpaid:dev"
+// The two images the compose file builds from the Dockerfile: orderpaid, the
+// production image (the default target), and orderpaid-lab (the target lab).
+const (
+	orderpaidImage = "orderpaid:dev"
+	labImage       = "orderpaid-lab:dev"
+	labTarget      = "lab"
+)
 
-// subcommands mirrors subcommands() in cmd/orderpaid/run.go;
-// TestComposeSubcommandListIsCurrent fails when the two drift apart.
-var subcommands = []string{"migrate", "api", "worker", "fakes", "demo", "all", "backfill", "reprocess", "reconcile", "retention", "scenario", "bench", "soak", "crashmatrix", "doctor"}
+// isOrderpaid says whether image is one of the two.
+func isOrderpaid(image string) bool { return image == orderpaidImage || image == labImage }
 
-// oneShot are the subcommands that do their job and exit.
-var oneShot = map[string]bool{"migrate": true, "demo": true, "backfill": true, "reprocess": true, "reconcile": true, "retention": true, "scenario": true, "bench": true, "soak": true, "crashmatrix": true, "doctor": true}
+// productionSubcommands are orderpaid's: app.Production, what cmd/orderpaid
+// runs.
+func productionSubcommands() []string {
+	var names []string
+	for name := range app.Production(nil) {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// labSubcommands are orderpaid-lab's: orderpaid's and the lab's own, which
+// are the string keys of the map in commands() of cmd/orderpaid-lab/main.go
+// (package main, which a test cannot import: the file is read instead).
+func labSubcommands(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "cmd", "orderpaid-lab", "main.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		fn, ok := n.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "commands" {
+			return true
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if kv, ok := n.(*ast.KeyValueExpr); ok {
+				if lit, ok := kv.Key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					name, _ := strconv.Unquote(lit.Value)
+					own = append(own, name)
+				}
+				return false
+			}
+			return true
+		})
+		return false
+	})
+	// The lab's own are at least its workshop's: a parse that finds fewer has
+	// lost its way in the file.
+	for _, want := range []string{"fakes", "all", "scenario"} {
+		if !slices.Contains(own, want) {
+			t.Fatalf("commands() in cmd/orderpaid-lab/main.go: found the lab's own subcommands %v, without %q: is the file read right?", own, want)
+		}
+	}
+	names := append(productionSubcommands(), own...)
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+// serving are the subcommands that run until they are stopped; every other
+// one does its job and exits (oneShot).
+var serving = map[string]bool{"api": true, "worker": true, "fakes": true, "all": true}
+
+func oneShot(cmd string) bool { return !serving[cmd] }
+
+// labLevers are the flags only orderpaid-lab's api, worker and reconcile
+// define: orderpaid has none of them.
+var labLevers = []string{"without", "faults", "crash-at", "boundaries", "lease", "dedupe-executions"}
+
+// leverIn returns the first lab lever among args, "" when none.
+func leverIn(args []string) string {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && slices.Contains(labLevers, name) {
+			return a
+		}
+	}
+	return ""
+}
 
 // infraPorts are the ports the third-party images listen on, by image name.
 var infraPorts = map[string][]string{
@@ -69,11 +141,12 @@ func loadCompose(t *testing.T, env map[string]string, profiles ...string) *types
 // loadAll loads every service, whatever its profile.
 func loadAll(t *testing.T) *types.Project { return loadCompose(t, nil, "*") }
 
-// orderpaidServices returns the services running the orderpaid image, by name.
+// orderpaidServices returns the services running either image, orderpaid's or
+// orderpaid-lab's, by name.
 func orderpaidServices(p *types.Project) []types.ServiceConfig {
 	var out []types.ServiceConfig
 	for _, s := range p.Services {
-		if s.Image == orderpaidImage {
+		if isOrderpaid(s.Image) {
 			out = append(out, s)
 		}
 	}
@@ -171,18 +244,47 @@ func TestComposeStarts(t *testing.T) {
 	}
 }
 
+// Each image is built from one Dockerfile target: orderpaid:dev from the
+// default (the last stage, production's), orderpaid-lab:dev from lab, and
+// every service that names an image builds it the same way.
 func TestComposeOrderpaidServicesShareOneImage(t *testing.T) {
 	p := loadAll(t)
+	wantTarget := map[string]string{orderpaidImage: "", labImage: labTarget}
 	for _, s := range p.Services {
-		if s.Build != nil && s.Image != orderpaidImage {
-			t.Errorf("service %s builds the Dockerfile into %q, want %q (one image, built once)", s.Name, s.Image, orderpaidImage)
+		if s.Build == nil {
+			continue
+		}
+		want, ok := wantTarget[s.Image]
+		if !ok {
+			t.Errorf("service %s builds the Dockerfile into %q, want %q or %q (two images, each built once)", s.Name, s.Image, orderpaidImage, labImage)
+			continue
+		}
+		if s.Build.Target != want {
+			t.Errorf("service %s builds %s from target %q, want %q", s.Name, s.Image, s.Build.Target, want)
+		}
+		if s.Build.Dockerfile != "" && s.Build.Dockerfile != "Dockerfile" {
+			t.Errorf("service %s builds from %q, want the Dockerfile", s.Name, s.Build.Dockerfile)
 		}
 	}
 	for _, s := range orderpaidServices(p) {
 		if s.Build == nil {
-			t.Errorf("service %s runs %s but has no build section: docker compose up would try to pull it", s.Name, orderpaidImage)
+			t.Errorf("service %s runs %s but has no build section: docker compose up would try to pull it", s.Name, s.Image)
 		}
 	}
+}
+
+// The lab target the compose file builds is a stage of the Dockerfile, and
+// its binary is orderpaid-lab.
+func TestComposeLabTargetIsADockerfileStage(t *testing.T) {
+	for _, st := range readDockerfile(t) {
+		if st.name == labTarget {
+			if eps := st.args("ENTRYPOINT"); len(eps) == 0 || eps[len(eps)-1] != `["orderpaid-lab"]` {
+				t.Errorf("Dockerfile stage %s: ENTRYPOINT %v, want [\"orderpaid-lab\"]", labTarget, eps)
+			}
+			return
+		}
+	}
+	t.Errorf("docker-compose.yml builds %s from target %q, which the Dockerfile has no stage for", labImage, labTarget)
 }
 
 func TestComposeEnvironmentIsWhatConfigReads(t *testing.T) {
@@ -226,19 +328,41 @@ func TestComposeEveryBrokerValidates(t *testing.T) {
 	}
 }
 
+// Each service's command is a subcommand of its image's binary: orderpaid's
+// for the production image, which takes no lab lever; orderpaid-lab's for the
+// lab image, which a service runs only for what orderpaid lacks (a lab
+// subcommand, or a lever).
 func TestComposeCommandsAreSubcommands(t *testing.T) {
+	production, lab := productionSubcommands(), labSubcommands(t)
 	for _, s := range orderpaidServices(loadAll(t)) {
 		cmd := subcommand(s)
-		if !slices.Contains(subcommands, cmd) {
-			t.Errorf("service %s: command %v: %q is not an orderpaid subcommand %v", s.Name, s.Command, cmd, subcommands)
+		switch s.Image {
+		case orderpaidImage:
+			if !slices.Contains(production, cmd) {
+				where := ""
+				if slices.Contains(lab, cmd) {
+					where = ": it is orderpaid-lab's, run it on " + labImage
+				}
+				t.Errorf("service %s: command %v: %q is not an orderpaid subcommand %v%s", s.Name, s.Command, cmd, production, where)
+			}
+			if l := leverIn(s.Command); l != "" {
+				t.Errorf("service %s: command %v passes the lab lever %s, which orderpaid does not define: run it on %s", s.Name, s.Command, l, labImage)
+			}
+		case labImage:
+			if !slices.Contains(lab, cmd) {
+				t.Errorf("service %s: command %v: %q is not an orderpaid-lab subcommand %v", s.Name, s.Command, cmd, lab)
+			}
+			if slices.Contains(production, cmd) && leverIn(s.Command) == "" {
+				t.Errorf("service %s: command %v runs the lab image for a production subcommand without a lab lever: run it on %s, which carries no lab", s.Name, s.Command, orderpaidImage)
+			}
 		}
 		if len(s.Entrypoint) > 0 {
-			t.Errorf("service %s overrides the image's ENTRYPOINT (%v): the command would not reach orderpaid", s.Name, s.Entrypoint)
+			t.Errorf("service %s overrides the image's ENTRYPOINT (%v): the command would not reach the binary", s.Name, s.Entrypoint)
 		}
-		if oneShot[cmd] && s.Restart != "" && s.Restart != types.RestartPolicyNo {
+		if oneShot(cmd) && s.Restart != "" && s.Restart != types.RestartPolicyNo {
 			t.Errorf("service %s runs the one-shot %q with restart %q: it would run again after it succeeds", s.Name, cmd, s.Restart)
 		}
-		if !oneShot[cmd] {
+		if !oneShot(cmd) {
 			cfg := serviceConfig(t, s)
 			if s.StopGracePeriod == nil || *s.StopGracePeriod <= types.Duration(cfg.ShutdownTimeout) {
 				t.Errorf("service %s: stop_grace_period %v is not longer than SHUTDOWN_TIMEOUT %v: Docker would SIGKILL a graceful shutdown", s.Name, s.StopGracePeriod, cfg.ShutdownTimeout)
@@ -310,7 +434,7 @@ func TestComposeDependsOnConditions(t *testing.T) {
 					t.Errorf("service %s waits for %s to be healthy, but %s has no healthcheck: it would never start", s.Name, name, name)
 				}
 			case types.ServiceConditionCompletedSuccessfully:
-				if target.Image != orderpaidImage || !oneShot[subcommand(target)] {
+				if !isOrderpaid(target.Image) || !oneShot(subcommand(target)) {
 					t.Errorf("service %s waits for %s to complete, but %s is not a one-shot (%v): it would never start", s.Name, name, name, target.Command)
 				}
 			}
@@ -352,7 +476,7 @@ func TestComposeURLsNameServices(t *testing.T) {
 				continue
 			}
 			ports := infraPorts[imageName(target.Image)]
-			if target.Image == orderpaidImage {
+			if isOrderpaid(target.Image) {
 				ports = listenPorts(t, target)
 				if want := serves[name]; !slices.Contains(want, subcommand(target)) {
 					t.Errorf("service %s: %s=%q: %s runs %q, want one of %v", s.Name, name, v, u.Hostname(), subcommand(target), want)
@@ -409,35 +533,28 @@ func checkCredentials(t *testing.T, what string, u *url.URL, target types.Servic
 	}
 }
 
-// TestComposeSubcommandListIsCurrent reads the keys of subcommands() in
-// cmd/orderpaid/run.go, so the list above cannot silently go stale.
+// TestComposeSubcommandListIsCurrent holds this file's view of the two
+// binaries to their source: every subcommand is known as serving or one-shot
+// (a new one must be placed), the lab's own are none of orderpaid's, and
+// orderpaid has none of the lab's.
 func TestComposeSubcommandListIsCurrent(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "cmd", "orderpaid", "run.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	production, lab := productionSubcommands(), labSubcommands(t)
+	if len(production) < 8 {
+		t.Fatalf("app.Production(nil) has %d subcommands %v: want the service's and its operator's tools", len(production), production)
 	}
-	var got []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		fn, ok := n.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "subcommands" {
-			return true
+	for _, name := range production {
+		if !slices.Contains(lab, name) {
+			t.Errorf("orderpaid has %q, orderpaid-lab does not: the lab is orderpaid and more", name)
 		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			if kv, ok := n.(*ast.KeyValueExpr); ok {
-				if lit, ok := kv.Key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					name, _ := strconv.Unquote(lit.Value)
-					got = append(got, name)
-				}
-				return false
-			}
-			return true
-		})
-		return false
-	})
-	want := slices.Clone(subcommands)
-	sort.Strings(got)
-	sort.Strings(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("cmd/orderpaid/run.go subcommands() = %v, this test's list = %v: update the list", got, want)
+	}
+	for _, name := range []string{"fakes", "all", "demo", "scenario", "bench", "soak", "crashmatrix"} {
+		if slices.Contains(production, name) {
+			t.Errorf("orderpaid has the lab's %q: production must not carry the lab", name)
+		}
+	}
+	for name := range serving {
+		if !slices.Contains(lab, name) {
+			t.Errorf("this test's serving subcommand %q is neither binary's: update the list", name)
+		}
 	}
 }

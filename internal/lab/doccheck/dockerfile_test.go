@@ -120,9 +120,18 @@ func majorMinor(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
+// The Dockerfile builds two images from one build stage: the default target,
+// its last stage, is production's, orderpaid alone; the stage lab, before it,
+// is orderpaid-lab's, for docker-compose.yml's fakes and scenario runner.
 func TestDockerfile(t *testing.T) {
 	stages := readDockerfile(t)
 	final := stages[len(stages)-1]
+	var lab *stage
+	for i := range stages {
+		if stages[i].name == "lab" {
+			lab = &stages[i]
+		}
+	}
 
 	t.Run("multi-stage, the runtime stage has no toolchain", func(t *testing.T) {
 		if len(stages) < 2 {
@@ -152,60 +161,102 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
-	t.Run("static binary: CGO_ENABLED=0", func(t *testing.T) {
-		static := false
+	t.Run("static binaries, both built: CGO_ENABLED=0", func(t *testing.T) {
+		static, built := false, map[string]bool{}
 		for _, s := range stages {
 			env := slices.ContainsFunc(s.args("ENV"), func(a string) bool { return strings.Contains(a, "CGO_ENABLED=0") })
 			for _, run := range s.args("RUN") {
 				if strings.Contains(run, "go build") {
 					static = env || strings.Contains(run, "CGO_ENABLED=0")
+					for _, f := range strings.Fields(run) {
+						built[strings.TrimPrefix(f, "./")] = true
+					}
 				}
 			}
 		}
 		if !static {
 			t.Error("go build does not run with CGO_ENABLED=0: the binary may need libc, which small images lack")
 		}
-	})
-
-	t.Run("runs as a non-root user", func(t *testing.T) {
-		users := final.args("USER")
-		if len(users) == 0 {
-			t.Fatal("the final stage sets no USER: the container would run as root")
-		}
-		user, _, _ := strings.Cut(users[len(users)-1], ":")
-		if user == "root" || user == "0" {
-			t.Errorf("USER %s is root", users[len(users)-1])
-		}
-	})
-
-	t.Run("entrypoint is orderpaid and its ports are exposed", func(t *testing.T) {
-		if eps := final.args("ENTRYPOINT"); len(eps) == 0 || eps[len(eps)-1] != `["orderpaid"]` {
-			t.Errorf(`ENTRYPOINT %v, want ["orderpaid"] (compose passes the subcommand as the command)`, eps)
-		}
-		cfg, err := config.Load(func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		var exposed []string
-		for _, a := range final.args("EXPOSE") {
-			exposed = append(exposed, strings.Fields(a)...)
-		}
-		for _, addr := range []string{cfg.HTTPAddr, cfg.FakesAddr} {
-			if _, port, _ := net.SplitHostPort(addr); !slices.Contains(exposed, port) {
-				t.Errorf("EXPOSE %v lacks %s, the default of %s", exposed, port, addr)
+		for _, pkg := range []string{"cmd/orderpaid", "cmd/orderpaid-lab"} {
+			if !built[pkg] {
+				t.Errorf("no go build of ./%s: the stages that copy its binary would fail", pkg)
 			}
+		}
+	})
+
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, apiPort, _ := net.SplitHostPort(cfg.HTTPAddr)
+	_, fakesPort, _ := net.SplitHostPort(cfg.FakesAddr)
+
+	t.Run("the default target is production's: orderpaid alone", func(t *testing.T) {
+		checkRuntime(t, final, "orderpaid", []string{apiPort})
+		for _, c := range final.args("COPY") {
+			if strings.Contains(c, "orderpaid-lab") {
+				t.Errorf("the final stage copies %q: the production image would carry the lab", c)
+			}
+		}
+	})
+
+	t.Run("the stage lab: orderpaid-lab, before the final stage", func(t *testing.T) {
+		if lab == nil {
+			t.Fatal("no stage named lab: docker-compose.yml builds orderpaid-lab:dev from it")
+		}
+		if lab == &stages[len(stages)-1] {
+			t.Fatal("lab is the last stage: a plain docker build would make the lab's image, not production's")
+		}
+		checkRuntime(t, *lab, "orderpaid-lab", []string{apiPort, fakesPort})
+		if got, want := lab.args("USER"), final.args("USER"); !slices.Equal(got, want) {
+			t.Errorf("lab runs as USER %v, production as %v: want one user", got, want)
 		}
 	})
 }
 
+// checkRuntime checks a runtime stage: no toolchain, a non-root user, binary
+// as its entrypoint (compose passes the subcommand as the command), copied
+// from the build stage, and ports exposed.
+func checkRuntime(t *testing.T, s stage, binary string, ports []string) {
+	t.Helper()
+	if strings.HasPrefix(s.image, "golang") {
+		t.Errorf("the stage of %s is %s: the image would ship the Go toolchain", binary, s.image)
+	}
+	users := s.args("USER")
+	if len(users) == 0 {
+		t.Errorf("the stage of %s sets no USER: the container would run as root", binary)
+	} else if user, _, _ := strings.Cut(users[len(users)-1], ":"); user == "root" || user == "0" {
+		t.Errorf("the stage of %s: USER %s is root", binary, users[len(users)-1])
+	}
+	if eps := s.args("ENTRYPOINT"); len(eps) == 0 || eps[len(eps)-1] != `["`+binary+`"]` {
+		t.Errorf(`the stage of %s: ENTRYPOINT %v, want ["%s"] (compose passes the subcommand as the command)`, binary, eps, binary)
+	}
+	if !slices.ContainsFunc(s.args("COPY"), func(a string) bool {
+		f := strings.Fields(a)
+		return strings.HasPrefix(a, "--from=") && len(f) >= 3 && path.Base(f[len(f)-2]) == binary
+	}) {
+		t.Errorf("the stage of %s does not copy %s from an earlier stage", binary, binary)
+	}
+	var exposed []string
+	for _, a := range s.args("EXPOSE") {
+		exposed = append(exposed, strings.Fields(a)...)
+	}
+	for _, port := range ports {
+		if !slices.Contains(exposed, port) {
+			t.Errorf("the stage of %s: EXPOSE %v lacks %s", binary, exposed, port)
+		}
+	}
+}
+
 // TestDockerignoreKeepsTheBuildInputs checks that no .dockerignore pattern
-// drops what `go build ./cmd/orderpaid` needs (sql/migrations is embedded).
+// drops what `go build ./cmd/orderpaid ./cmd/orderpaid-lab` needs
+// (sql/migrations is embedded).
 func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 	patterns := readLines(t, ".dockerignore")
 	if !slices.Contains(patterns, ".git") {
 		t.Error(".dockerignore does not exclude .git")
 	}
-	for _, need := range []string{"go.mod", "go.sum", "cmd", "cmd/orderpaid", "internal", "sql", "sql/migrations", "sql/migrations/embed.go"} {
+	for _, need := range []string{"go.mod", "go.sum", "cmd", "cmd/orderpaid", "cmd/orderpaid-lab", "internal", "internal/app", "sql", "sql/migrations", "sql/migrations/embed.go"} {
 		for _, p := range patterns {
 			if ok, _ := path.Match(strings.TrimPrefix(p, "/"), need); ok {
 				t.Errorf(".dockerignore pattern %q excludes %s, which the build needs", p, need)

@@ -18,12 +18,16 @@ import (
 //     config, ...);
 //   - internal/ops: the operator's tools (backfill, reprocess, retention, reconcile);
 //   - internal/lab: the harness (fakes, scenarios, bench, soak, test helpers,
-//     these checks).
+//     these checks);
+//   - internal/app: the wiring both binaries run (cmd/orderpaid,
+//     cmd/orderpaid-lab), over the story, the platform and the operator's
+//     tools.
 //
 // Arrows run one way: the story and the platform never import the operator's
-// tools or the lab, the platform never imports the story, and nothing but the
-// lab and cmd/ imports the lab. This test reads every non-test Go file's
-// imports and fails on an arrow that runs back.
+// tools, the wiring or the lab, the platform never imports the story, only
+// cmd/ imports the wiring, and nothing but the lab and cmd/ imports the lab:
+// not the wiring either, which production's binary links. This test reads
+// every non-test Go file's imports and fails on an arrow that runs back.
 
 const module = "github.com/orderpaid/orderpaid/"
 
@@ -41,6 +45,8 @@ func zone(dir string) string {
 		return "ops"
 	case strings.HasPrefix(dir, "internal/lab/"):
 		return "lab"
+	case dir == "internal/app" || strings.HasPrefix(dir, "internal/app/"):
+		return "app"
 	case strings.HasPrefix(dir, "internal/"):
 		return "story"
 	}
@@ -53,7 +59,8 @@ var allowed = map[string][]string{
 	"story":    {"story", "platform"},
 	"ops":      {"ops", "story", "platform"},
 	"lab":      {"lab", "ops", "story", "platform"},
-	"cmd":      {"cmd", "lab", "ops", "story", "platform"},
+	"app":      {"app", "ops", "story", "platform"},
+	"cmd":      {"cmd", "app", "lab", "ops", "story", "platform"},
 }
 
 func TestImportsRunOneWay(t *testing.T) {

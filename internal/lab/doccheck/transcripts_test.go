@@ -22,11 +22,12 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the pages' console b
 
 // A console block of a page shows what a command prints: its "$ " line is
 // the command, the lines after it its output. TestTranscripts runs the
-// command of every block it can run (runnable: orderpaid's own commands that
-// need no server of the reader's: `scenario list`, `scenario run NAME` with
-// --without, --matrix, --audit or --broker, and -h texts) with the binary
-// built from this tree, and fails, naming the page and the line, when the
-// block is not what the command prints now. It ignores only what differs
+// command of every block it can run (runnable: orderpaid's and
+// orderpaid-lab's own commands that need no server of the reader's:
+// `scenario list`, `scenario run NAME` with --without, --matrix, --audit or
+// --broker, and -h texts) with the binary the page names, orderpaid or
+// orderpaid-lab, built from this tree, and fails, naming the page and the
+// line, when the block is not what the command prints now. It ignores only what differs
 // between runs: durations, ids, ports and temporary paths.
 // go test ./internal/lab/doccheck -run TestTranscripts -update rewrites the
 // blocks from the commands' output.
@@ -36,13 +37,17 @@ func TestTranscripts(t *testing.T) {
 	}
 	root := filepath.Join("..", "..", "..")
 	blocks := consoleBlocks(t, root)
-	bin := filepath.Join(t.TempDir(), "orderpaid")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/orderpaid")
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/orderpaid", "./cmd/orderpaid-lab")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build orderpaid: %v\n%s", err, out)
+		t.Fatalf("build orderpaid and orderpaid-lab: %v\n%s", err, out)
 	}
-	printed := runAll(t, bin, blocks) // command -> its output, run once for every page that shows it
+	bins := map[string]string{} // the name a page runs -> the binary built from this tree
+	for _, name := range []string{"orderpaid", "orderpaid-lab"} {
+		bins[name] = filepath.Join(dir, name)
+	}
+	printed := runAll(t, bins, blocks) // command -> its output, run once for every page that shows it
 	checked := 0
 	var stale []rewrite
 	for _, b := range blocks {
@@ -105,7 +110,7 @@ type command struct {
 // them. A block that also needs a server, curl or a shell's pipes is not
 // checked here, nor `scenario run all`: its kill scenarios' execution
 // counts vary from run to run, and it takes the longest.
-var runnableCommand = regexp.MustCompile(`^((CONSUMER_BATCH_SIZE|CONSUMER_POSITION)=[a-z0-9-]+ )*(go run \./cmd/orderpaid|orderpaid) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix| --?audit| --?broker (postgres|amqp|nats))*|[a-z-]+ -h|-h)$`)
+var runnableCommand = regexp.MustCompile(`^((CONSUMER_BATCH_SIZE|CONSUMER_POSITION)=[a-z0-9-]+ )*(go run \./cmd/|bin/)?(orderpaid|orderpaid-lab) (scenario list|scenario run [a-z0-9-]+( --?without [a-z-]+| --?matrix| --?audit| --?broker (postgres|amqp|nats))*|[a-z-]+ -h|-h)$`)
 
 func (b block) runnable() bool {
 	if len(b.cmds) == 0 {
@@ -165,9 +170,9 @@ func consoleBlocks(t *testing.T, root string) []block {
 }
 
 // runAll runs each runnable command of blocks once, two at a time (each
-// scenario has a database and ports of its own), and returns what each
-// printed.
-func runAll(t *testing.T, bin string, blocks []block) map[string]string {
+// scenario has a database and ports of its own), with bins, and returns what
+// each printed.
+func runAll(t *testing.T, bins map[string]string, blocks []block) map[string]string {
 	t.Helper()
 	var lines []string
 	seen := map[string]bool{}
@@ -191,7 +196,7 @@ func runAll(t *testing.T, bin string, blocks []block) map[string]string {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			outs[i] = run(t, bin, line)
+			outs[i] = run(t, bins, line)
 		}()
 	}
 	wg.Wait()
@@ -202,10 +207,11 @@ func runAll(t *testing.T, bin string, blocks []block) map[string]string {
 	return printed
 }
 
-// run runs one command line of a page with bin for orderpaid, on the
-// test's PostgreSQL, and returns what it printed, standard output and
-// error as one stream, as a terminal shows them.
-func run(t *testing.T, bin, line string) string {
+// run runs one command line of a page with the binary of bins it names
+// (orderpaid or orderpaid-lab, run as `go run ./cmd/NAME`, `bin/NAME` or
+// `NAME`), on the test's PostgreSQL, and returns what it printed, standard
+// output and error as one stream, as a terminal shows them.
+func run(t *testing.T, bins map[string]string, line string) string {
 	t.Helper()
 	args := strings.Fields(line)
 	var vars []string // CONSUMER_BATCH_SIZE=20 before the command
@@ -213,10 +219,16 @@ func run(t *testing.T, bin, line string) string {
 		vars, args = append(vars, args[0]), args[1:]
 	}
 	if args[0] == "go" {
-		args = args[3:] // go run ./cmd/orderpaid
-	} else {
-		args = args[1:]
+		args = args[2:] // go run: ./cmd/NAME is the binary
 	}
+	// ./cmd/orderpaid-lab, bin/orderpaid, orderpaid: runnableCommand lets no
+	// other through (and t.Fatal is not for runAll's goroutines).
+	bin, ok := bins[filepath.Base(args[0])]
+	if !ok {
+		t.Errorf("%q: runs %s, neither orderpaid nor orderpaid-lab", line, args[0])
+		return ""
+	}
+	args = args[1:]
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -173,7 +173,7 @@ func (s *Stage) env(override map[string]string) []string {
 }
 
 // Start runs the usual topology as three processes: `orderpaid-lab fakes`,
-// `orderpaid api` and one `orderpaid worker` with workerArgs (--faults ...).
+// `orderpaid-lab api` and one `orderpaid-lab worker` with workerArgs (--faults ...).
 func (s *Stage) Start(ctx context.Context, workerArgs ...string) error {
 	if err := s.StartFakes(ctx); err != nil {
 		return err
@@ -191,20 +191,20 @@ func (s *Stage) StartFakes(ctx context.Context) error {
 	return err
 }
 
-// StartAPI starts `orderpaid api` (with the stage's --without) and waits
+// StartAPI starts `orderpaid-lab api` (with the stage's --without) and waits
 // until it listens.
 func (s *Stage) StartAPI(ctx context.Context) error {
 	_, err := s.start(ctx, "api", nil, "api listening on ", s.guardArgs("api"))
 	return err
 }
 
-// StartAPIWith starts one more `orderpaid api` with the stage's --without
+// StartAPIWith starts one more `orderpaid-lab api` with the stage's --without
 // and args (--crash-at, --lease), and waits until it listens.
 func (s *Stage) StartAPIWith(ctx context.Context, args ...string) (*childproc.Proc, error) {
 	return s.start(ctx, "api", nil, "api listening on ", append(s.guardArgs("api"), args...))
 }
 
-// StartWorker starts one more `orderpaid worker` (with the stage's --without
+// StartWorker starts one more `orderpaid-lab worker` (with the stage's --without
 // and args), with env overriding the stage's environment, and waits until
 // its consumers run.
 func (s *Stage) StartWorker(ctx context.Context, env map[string]string, args ...string) (*childproc.Proc, error) {

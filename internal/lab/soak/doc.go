@@ -2,8 +2,8 @@
 // checks that nothing happened twice and nothing was lost.
 //
 // A soak (Run) pays Config.Orders orders through the real processes (the
-// stack of internal/lab/bench: `orderpaid-lab fakes`, `orderpaid api` and several
-// `orderpaid worker`), with duplicate webhooks mixed in (a provider
+// stack of internal/lab/bench: `orderpaid-lab fakes`, `orderpaid-lab api` and several
+// `orderpaid-lab worker`), with duplicate webhooks mixed in (a provider
 // redelivering an event, and a provider sending a second event for the same
 // payment), while a fault injector:
 //
