@@ -47,7 +47,7 @@ func TestReadingOrderFilesFitOneScreen(t *testing.T) {
 		}
 		section, _, _ = strings.Cut(section, "\n## ")
 		for _, l := range doccheck.Links([]byte(section)) {
-			if path, _ := l.Split(); l.Relative() && strings.HasSuffix(path, ".go") && !slices.Contains(files[name], path) {
+			if path, _ := l.Split(); l.Relative() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") && !slices.Contains(files[name], path) {
 				files[name] = append(files[name], path)
 			}
 		}
@@ -55,6 +55,7 @@ func TestReadingOrderFilesFitOneScreen(t *testing.T) {
 			t.Fatalf("%s's %q links %d Go files, want the whole flow's (10 or more)", name, heading, len(files[name]))
 		}
 	}
+	readingOrderFigures(t, files["README.md"])
 	slices.Sort(files["README.md"])
 	slices.Sort(files["README.pt-BR.md"])
 	if !slices.Equal(files["README.md"], files["README.pt-BR.md"]) {
@@ -69,5 +70,35 @@ func TestReadingOrderFilesFitOneScreen(t *testing.T) {
 		if n := strings.Count(string(b), "\n"); n > maxLines {
 			t.Errorf("%s is %d lines, over the reading order's %d: split it where its story splits", path, n, maxLines)
 		}
+	}
+}
+
+// readingOrderFigures holds the reading order, files in the order the
+// README links them, to its budget: inside out, the state check (order's
+// MarkPaid) within the first 300 lines read, the whole at most 1,600.
+func readingOrderFigures(t *testing.T, files []string) {
+	t.Helper()
+	const stateCheckBy, maxTotal = 300, 1600
+	total, stateCheck := 0, 0
+	for _, path := range files {
+		b, err := os.ReadFile("../../../" + path)
+		if err != nil {
+			continue // reported by the caller
+		}
+		if path == "internal/order/markpaid.go" {
+			before, _, ok := strings.Cut(string(b), "\nfunc MarkPaid(")
+			if !ok {
+				t.Fatalf("%s declares no MarkPaid: where is the state check?", path)
+			}
+			stateCheck = total + strings.Count(before, "\n") + 2
+		}
+		total += strings.Count(string(b), "\n")
+	}
+	t.Logf("reading order: %d files, %d lines, the state check at line %d", len(files), total, stateCheck)
+	if stateCheck == 0 || stateCheck > stateCheckBy {
+		t.Errorf("the state check (internal/order/markpaid.go's MarkPaid) is read at line %d, want it within the first %d: the reading goes inside out", stateCheck, stateCheckBy)
+	}
+	if total > maxTotal {
+		t.Errorf("the reading order is %d lines, over its %d", total, maxTotal)
 	}
 }
