@@ -27,6 +27,10 @@ func requireSpin(t *testing.T) {
 	}
 }
 
+// modelFiles are the model's sources: orderpaid.pml includes refund.pml in
+// its -DREFUND build.
+var modelFiles = []string{"orderpaid.pml", "refund.pml"}
+
 // check builds the model with the flags and runs pan in a temporary
 // directory: the safety build (assertions, end states) or, with liveness,
 // the LTL property under weak fairness. It returns pan's output and the
@@ -34,12 +38,14 @@ func requireSpin(t *testing.T) {
 func check(t *testing.T, liveness bool, flags ...string) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
-	src, err := os.ReadFile("orderpaid.pml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "orderpaid.pml"), src, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range modelFiles {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var spinArgs []string
 	for _, f := range flags {
@@ -201,40 +207,42 @@ func boundaryNames(text string) ([]string, error) {
 	}
 }
 
-// modelBoundaries returns each boundary orderpaid.pml names, with the line
-// that names it first. A "boundary:" right after a backquote is the header's
-// explanation, not a list.
-func modelBoundaries(t *testing.T) (names []string, line map[string]int) {
+// modelBoundaries returns each boundary the model's files name, with the
+// place (file:line) that names it first. A "boundary:" right after a
+// backquote is the header's explanation, not a list.
+func modelBoundaries(t *testing.T) (names []string, place map[string]string) {
 	t.Helper()
-	src, err := os.ReadFile("orderpaid.pml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	line = map[string]int{}
-	for n, text := range strings.Split(string(src), "\n") {
-		for at := 0; ; {
-			i := strings.Index(text[at:], "boundary:")
-			if i < 0 {
-				break
-			}
-			i += at
-			at = i + len("boundary:")
-			if i > 0 && text[i-1] == '`' {
-				continue
-			}
-			found, err := boundaryNames(text[at:])
-			if err != nil {
-				t.Errorf("orderpaid.pml:%d: %v", n+1, err)
-			}
-			for _, name := range found {
-				if _, seen := line[name]; !seen {
-					line[name] = n + 1
-					names = append(names, name)
+	place = map[string]string{}
+	for _, file := range modelFiles {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, text := range strings.Split(string(src), "\n") {
+			for at := 0; ; {
+				i := strings.Index(text[at:], "boundary:")
+				if i < 0 {
+					break
+				}
+				i += at
+				at = i + len("boundary:")
+				if i > 0 && text[i-1] == '`' {
+					continue
+				}
+				found, err := boundaryNames(text[at:])
+				if err != nil {
+					t.Errorf("%s:%d: %v", file, n+1, err)
+				}
+				for _, name := range found {
+					if _, seen := place[name]; !seen {
+						place[name] = fmt.Sprintf("%s:%d", file, n+1)
+						names = append(names, name)
+					}
 				}
 			}
 		}
 	}
-	return names, line
+	return names, place
 }
 
 // matrixRows reads the rows of the crash matrix page's table, "| flow |
@@ -280,11 +288,11 @@ func TestModelBoundariesAreTheCrashMatrixs(t *testing.T) {
 	}
 	names, line := modelBoundaries(t)
 	if len(names) == 0 {
-		t.Fatal("orderpaid.pml names no boundary")
+		t.Fatal("the model names no boundary")
 	}
 	for _, name := range names {
 		if !strings.Contains(page, "| `"+name+"` |") {
-			t.Errorf("orderpaid.pml:%d: %s has no row in %s", line[name], name, pagePath)
+			t.Errorf("%s: %s has no row in %s", line[name], name, pagePath)
 			continue
 		}
 		if flow, ok := flowOf[name]; ok {
@@ -298,7 +306,7 @@ func TestModelBoundariesAreTheCrashMatrixs(t *testing.T) {
 	sort.Strings(sorted)
 	for _, flow := range sorted {
 		if flows[flow] == 0 {
-			t.Errorf("the flow %s of %s has no boundary in orderpaid.pml", flow, pagePath)
+			t.Errorf("the flow %s of %s has no boundary in the model", flow, pagePath)
 		}
 	}
 	if !t.Failed() {
