@@ -52,10 +52,9 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 		return c.record(ctx, run, nil) // no commission for an order given back
 	}
 
-	_, err = run.Step(ctx, effect.Commission, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
-		return c.releaseCommissionIfPaid(ctx, o, msg.UUID)
-	})
-	if err != nil {
+	cctx, step := run.Begin(ctx, effect.Commission, effect.LedgerKey)
+	released, err := c.releaseCommissionIfPaid(cctx, o, msg.UUID)
+	if err = step.Answer(released, err); err != nil {
 		return c.record(ctx, run, fmt.Errorf("step 2, release commission: %w", err))
 	}
 	return c.record(ctx, run, c.faults.Hit(FaultBeforeAck))
@@ -68,31 +67,30 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 // (terminal), one being refunded, and one whose items are short
 // (compensated here: its one refund intent, with its refund_requested).
 func (c *Consumers) markPaid(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
-	err = postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		paid, err := run.Step(ctx, effect.Paid, effect.StateCheck, func(ctx context.Context) (outcome effect.Outcome, err error) {
-			outcome, o, err = c.guards.MarkPaid(ctx, q, orderID, messageID)
-			return outcome, err
-		})
-		if err != nil {
-			return err
-		}
-		if fulfil, err = fulfils(ctx, q, o); err != nil || !fulfil {
-			return err
-		}
-		_, err = run.Step(ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
-			return c.guards.ReserveStock(ctx, tx, o.ID, messageID)
-		})
-		if errors.Is(err, stock.ErrOutOfStock) {
-			fulfil = false
-			return c.compensate(ctx, run, tx, o.ID, err)
-		}
-		if err != nil || paid != effect.Applied {
-			return err
-		}
-		return c.enqueueConfirmation(ctx, run, tx, o.ID)
-	})
-	return o, fulfil, err
+	tx, err := postgres.Begin(ctx, c.pool)
+	if err != nil {
+		return o, false, err
+	}
+	defer postgres.End(ctx, tx, &err)
+	q := queries.New(tx)
+	sctx, step := run.Begin(ctx, effect.Paid, effect.StateCheck)
+	paid, o, err := c.guards.MarkPaid(sctx, q, orderID, messageID)
+	if err = step.Answer(paid, err); err != nil {
+		return o, false, err
+	}
+	if fulfil, err = fulfils(ctx, q, o); err != nil || !fulfil {
+		return o, fulfil, err
+	}
+	sctx, step = run.Begin(ctx, effect.StockReserved, effect.Reservation)
+	reserved, err := c.guards.ReserveStock(sctx, tx, o.ID, messageID)
+	if errors.Is(err, stock.ErrOutOfStock) {
+		step.Fail(err)
+		return o, false, c.compensate(ctx, run, tx, o.ID, err)
+	}
+	if err = step.Answer(reserved, err); err != nil || paid != effect.Applied {
+		return o, true, err
+	}
+	return o, true, c.enqueueConfirmation(ctx, run, tx, o.ID)
 }
 
 // fulfils reports whether order o, just marked paid or found paid, is to
@@ -124,17 +122,16 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run,
 // releaseCommissionIfPaid is step 2, one transaction: under the order's row
 // lock, which a refund takes too, it releases the commission only if the
 // order is still paid and no refund of it was asked (ledger.CommissionDue).
-func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (effect.Outcome, error) {
-	var outcome effect.Outcome
-	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		q := queries.New(tx)
-		due, err := ledger.CommissionDue(ctx, q, o.ID)
-		if err != nil || !due {
-			outcome = effect.NotApplicable
-			return err
-		}
-		outcome, err = c.guards.ReleaseCommission(ctx, q, o, messageID)
-		return err
-	})
-	return outcome, err
+func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (_ effect.Outcome, err error) {
+	tx, err := postgres.Begin(ctx, c.pool)
+	if err != nil {
+		return "", err
+	}
+	defer postgres.End(ctx, tx, &err)
+	q := queries.New(tx)
+	due, err := ledger.CommissionDue(ctx, q, o.ID)
+	if err != nil || !due {
+		return effect.NotApplicable, err
+	}
+	return c.guards.ReleaseCommission(ctx, q, o, messageID)
 }

@@ -76,6 +76,19 @@ func (s *Step) End(o effect.Outcome) {
 	}
 }
 
+// Answer ends the step with the guard's answer o, or with err when the
+// guard could not answer, and returns err: the straight-line form of a
+// step, `ctx, step := run.Begin(...)`, the guard's call, then
+// `err = step.Answer(o, err)`.
+func (s *Step) Answer(o effect.Outcome, err error) error {
+	if err != nil {
+		s.Fail(err)
+		return err
+	}
+	s.End(o)
+	return nil
+}
+
 // Fail ends the span with err, when the step stopped before its guard could
 // answer. It does nothing after End.
 func (s *Step) Fail(err error) {

@@ -26,29 +26,45 @@ var _ Beginner = (*pgxpool.Pool)(nil)
 // savepoint, and success releases fn's writes into the enclosing
 // transaction, which commits them, or not, later (see below).
 func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := Begin(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer End(ctx, tx, &err)
+	return fn(tx)
+}
+
+// Begin begins a READ COMMITTED transaction on db, or a savepoint of the
+// enclosing transaction of ctx (WithEnclosingTx), for a caller that ends it
+// with End: the straight-line form of InTx.
+func Begin(ctx context.Context, db Beginner) (pgx.Tx, error) {
 	if enclosing, ok := EnclosingTx(ctx); ok {
 		db = enclosing
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			panic(p)
-		}
-	}()
-	if fnErr := fn(tx); fnErr != nil {
+	return tx, nil
+}
+
+// End commits tx when *err is nil and rolls it back otherwise; a failed
+// commit becomes *err, and the caller must not assume its writes happened.
+// Defer it right after Begin: `defer postgres.End(ctx, tx, &err)`.
+func End(ctx context.Context, tx pgx.Tx, err *error) {
+	if p := recover(); p != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		panic(p)
+	}
+	if *err != nil {
 		if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
-			return errors.Join(fnErr, fmt.Errorf("roll back transaction: %w", rbErr))
+			*err = errors.Join(*err, fmt.Errorf("roll back transaction: %w", rbErr))
 		}
-		return fnErr
+		return
 	}
 	if commitErr := tx.Commit(ctx); commitErr != nil {
-		return fmt.Errorf("commit transaction: %w", commitErr)
+		*err = fmt.Errorf("commit transaction: %w", commitErr)
 	}
-	return nil
 }
 
 // The enclosing transaction
