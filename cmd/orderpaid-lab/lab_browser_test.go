@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/orderpaid/orderpaid/internal/lab/labpage"
 	"github.com/orderpaid/orderpaid/internal/lab/pgtest"
 )
 
@@ -26,17 +27,7 @@ import (
 // (docs/images/lab-*.png).
 func TestLabPageInBrowser(t *testing.T) {
 	t.Parallel()
-	chrome := findChromium(t)
-	env := brokerEnv(t, "postgres")
-	_, dbURL := pgtest.NewDatabase(t)
-	out := newAddrWatcher("api", "fakes")
-	startRun(t, merge(env, map[string]string{
-		"DATABASE_URL": dbURL, "HTTP_ADDR": freeAddr(t), "FAKES_ADDR": freeAddr(t),
-	}), out, "all")
-	api := out.addr(t, "api")
-	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
-
-	b := newBrowser(t, chrome)
+	api, b := startLabAll(t)
 	b.do(chromedp.Navigate(api+"/lab"), chromedp.WaitVisible(chromedp.ID("create-pay")))
 	b.waitJS("the page drew its first state", `document.body.dataset.refreshed !== undefined`)
 
@@ -68,6 +59,72 @@ func TestLabPageInBrowser(t *testing.T) {
 
 	b.do(chromedp.Click(chromedp.ID("guard-ledger-key")))
 	b.waitJS("the banner gone with the guard back on", `document.getElementById("banner").hidden`)
+}
+
+// TestLabPageStockAndRefundInBrowser runs exercises 9 and 11 on the lab page
+// of `orderpaid-lab all`, in projector mode, in headless Chromium: set a
+// SKU's stock to 10, create and pay an order of 2 units of it (the stock
+// shows 8, stock_reserved 1), refund it (refunded, stock_released,
+// commission_reversed, refund_notified 1, the stock 10 again), and make the
+// gateway send its payment.refunded three more times as new events: more
+// order_refunded runs, every effect still once. Each control prints its
+// command line. Then, at 1920x1080 and at 1280x720, every cell of the
+// order's row and every header of an execution or effect is inside the
+// viewport, and the table does not scroll sideways.
+func TestLabPageStockAndRefundInBrowser(t *testing.T) {
+	t.Parallel()
+	api, b := startLabAll(t)
+	b.do(chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(api+"/lab?projector=1"), chromedp.WaitVisible(chromedp.ID("set-stock")))
+	b.waitJS("the page drew its first state", `document.body.dataset.refreshed !== undefined`)
+	last := `document.getElementById("last-command").textContent`
+
+	sku := fmt.Sprintf("sku-%d", time.Now().UnixNano()%1e9)
+	b.do(chromedp.SetValue(chromedp.ID("sku"), sku), chromedp.SetValue(chromedp.ID("stock-available"), "10"),
+		chromedp.Click(chromedp.ID("set-stock")))
+	b.waitJS("the stock set to 10", `document.getElementById("stock-now").dataset.available === "10"`)
+	if got := b.text(last); !strings.Contains(got, "curl -X PUT $API_URL/stock/"+sku+` -H 'Content-Type: application/json' -d '{"available":10}'`) {
+		t.Errorf("Set stock printed %q, want its curl line", got)
+	}
+
+	b.do(chromedp.SetValue(chromedp.ID("quantity"), "2"), chromedp.Click(chromedp.ID("create-pay")))
+	b.waitJS("an order selected", `document.getElementById("selected-order").dataset.order !== ""`)
+	id := b.text(`document.getElementById("selected-order").dataset.order`)
+	if got := b.text(last); !strings.Contains(got, `"items":[{"sku":"`+sku+`","quantity":2}]`) {
+		t.Errorf("Create and pay printed %q, want the order's items in its curl line", got)
+	}
+	paid := []string{"charges", "paid", "commission", "confirmation_enqueued", "confirmation_delivered", "notification_sent", "stock_reserved"}
+	b.waitCounts(id, "the order paid, its units taken once", map[string]int{"order_paid": 1}, once(paid))
+	b.waitJS("the stock down to 8", `document.getElementById("stock-now").dataset.available === "8"`)
+
+	b.do(chromedp.Click(chromedp.ID("refund")))
+	b.waitJS("the refund's curl line", last+`.includes("curl -X POST $API_URL/orders/`+id+`/refunds") && `+last+`.includes("Idempotency-Key: lab-refund-`+id+`")`)
+	refunded := append(paid, "stock_released", "commission_reversed", "refunded", "refund_notified")
+	b.waitCounts(id, "the order refunded, each opposite effect once", nil, once(refunded))
+	b.waitJS("the stock back to 10", `document.getElementById("stock-now").dataset.available === "10"`)
+	b.waitJS("the provider's payment.refunded handled", cellJS(id, "execution", "order_refunded")+` >= 1`)
+
+	// Three more events for the same refund (exercise 11's repetition).
+	runs := b.text(`String(` + cellJS(id, "execution", "order_refunded") + `)`)
+	b.do(chromedp.SetValue(chromedp.ID("redeliver-count"), "3"), chromedp.Click(chromedp.ID("redeliver-new-event")),
+		chromedp.Click(chromedp.ID("redeliver-refund")), chromedp.Click(chromedp.ID("redeliver")))
+	b.waitJS("the refund's redeliver line", last+`.includes("$FAKES_URL/refunds/") && `+last+`.includes("/redeliver")`)
+	b.waitJS("three more order_refunded runs", cellJS(id, "execution", "order_refunded")+` >= `+runs+` + 3`)
+	time.Sleep(time.Second) // whatever the redeliveries could still do, they have done
+	b.waitCounts(id, "every effect still once", nil, once(refunded))
+
+	outside := labpage.OffScreen
+	for _, vp := range []struct{ w, h int64 }{{1920, 1080}, {1280, 720}} {
+		b.do(chromedp.EmulateViewport(vp.w, vp.h), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+		b.waitJS("a refresh at the new size", `document.body.dataset.refreshed > `+b.text(`document.body.dataset.refreshed`))
+		for _, k := range []string{"stock_reserved", "stock_released", "refunded", "refund_notified", "commission_reversed"} {
+			if b.text(`String(document.querySelectorAll('#orders tbody tr:first-child td[data-effect="`+k+`"]').length)`) != "1" {
+				t.Errorf("%dx%d: the order's row has no %s cell", vp.w, vp.h, k)
+			}
+		}
+		if bad := b.text(outside); bad != "" {
+			t.Errorf("projector mode at %dx%d: not on screen: %s", vp.w, vp.h, bad)
+		}
+	}
 }
 
 // findChromium returns the path of a Chromium to drive, or skips the test.
@@ -294,4 +351,23 @@ func testLabPageSeparateProcesses(t *testing.T, env map[string]string, brokerNam
 	if got := call(t, "POST", api+"/lab/providers/notifications", nil, map[string]any{"delay_ms": -1}, &done); got != http.StatusOK || done.OK {
 		t.Errorf("a bad setting: %d %+v, want the fakes' refusal passed on", got, done)
 	}
+}
+
+// startLabAll starts `orderpaid-lab all` on the postgres broker and a
+// headless Chromium, and returns the api's URL and the browser. It skips
+// when Chromium is not installed.
+func startLabAll(t *testing.T) (api string, b *browser) {
+	t.Helper()
+	chrome := findChromium(t)
+	env := brokerEnv(t, "postgres")
+	_, dbURL := pgtest.NewDatabase(t)
+	out := newAddrWatcher("api", "fakes")
+	startRun(t, merge(env, map[string]string{
+		"DATABASE_URL": dbURL, "HTTP_ADDR": freeAddr(t), "FAKES_ADDR": freeAddr(t),
+	}), out, "all")
+	api = out.addr(t, "api")
+	eventually(t, 10*time.Second, "api healthy", func() (bool, string) { return healthy(api + "/healthz") })
+
+	b = newBrowser(t, chrome)
+	return api, b
 }

@@ -23,9 +23,17 @@ type labDone struct {
 	Result json.RawMessage `json:"result,omitempty"` // the answer of the endpoint called
 }
 
-// labRedeliverRequest is the body of POST /lab/orders/{id}/redeliver, passed
-// to the fake gateway's POST /charges/{charge}/redeliver as it is.
+// labRedeliverRequest is the body of POST /lab/orders/{id}/redeliver: the
+// fake gateway's POST /charges/{charge}/redeliver body, passed on as it is,
+// or with "refund": true its POST /refunds/{refund}/redeliver (the
+// payment.refunded webhook of the order's refund, exercise 11).
 type labRedeliverRequest struct {
+	fakesRedeliver
+	Refund bool `json:"refund"`
+}
+
+// fakesRedeliver is the body of the fakes' redeliver endpoints.
+type fakesRedeliver struct {
 	Count      int  `json:"count"`
 	Concurrent bool `json:"concurrent"`
 	NewEventID bool `json:"new_event_id"`
@@ -50,6 +58,16 @@ func (p *Page) handleLabRedeliver(w http.ResponseWriter, r *http.Request) {
 		p.problem(w, r, err)
 		return
 	}
+	body, _ := json.Marshal(req.fakesRedeliver)
+	if req.Refund {
+		refundID, err := p.orderRefundID(r, id)
+		if err != nil {
+			p.problem(w, r, err)
+			return
+		}
+		p.labForward(w, r, "/refunds/"+refundID+"/redeliver", body)
+		return
+	}
 	chargeID, err := p.lq.LabOrderChargeID(r.Context(), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		p.problem(w, r, labError{http.StatusConflict, "No charge to redeliver", "the gateway has confirmed no charge of this order yet: pay it first"})
@@ -59,8 +77,27 @@ func (p *Page) handleLabRedeliver(w http.ResponseWriter, r *http.Request) {
 		p.problem(w, r, fmt.Errorf("lab: charge of %s: %w", id, err))
 		return
 	}
-	body, _ := json.Marshal(req)
 	p.labForward(w, r, "/charges/"+chargeID+"/redeliver", body)
+}
+
+// orderRefundID is the id of the fake gateway's refund of the order, read
+// from its GET /refunds (the whole list: its ?order_id= search may lag on
+// purpose); a labError (409) when the gateway has made none.
+func (p *Page) orderRefundID(r *http.Request, id uuid.UUID) (string, error) {
+	var refunds []struct {
+		ID      string `json:"id"`
+		OrderID string `json:"order_id"`
+	}
+	if err := p.fakesJSON(r.Context(), "/refunds", &refunds); err != nil {
+		return "", p.errFakesUnreachable(err)
+	}
+	for _, rf := range refunds {
+		if rf.OrderID == id.String() {
+			return rf.ID, nil
+		}
+	}
+	return "", labError{http.StatusConflict, "No refund to redeliver",
+		"the gateway has made no refund of this order yet: refund it first (POST /orders/{id}/refunds), and wait for the worker to ask the gateway"}
 }
 
 // handleLabProvider replaces a fake's control settings (fail_next,

@@ -2,11 +2,14 @@ package labpage_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,17 +93,86 @@ func TestLabPageProjectorMode(t *testing.T) {
 	}
 }
 
+// TestLabPageProjectorColumns checks, in headless Chromium, that projector
+// mode shows every column of the orders table on a projector's screen, at
+// 1920x1080 and at 1280x720: the canned order took stock and was refunded,
+// so its row has every execution and every effect of exercises 9 and 11
+// (stock_reserved, stock_released, refunded, refund_notified,
+// commission_reversed, ...). Each of their cells and headers must lie inside
+// the viewport, and the table must not scroll sideways. In the ordinary
+// mode, two neighbouring headers must not touch.
+func TestLabPageProjectorColumns(t *testing.T) {
+	t.Parallel()
+	chrome := chromiumPath(t)
+	srv := httptest.NewServer(cannedLab())
+	t.Cleanup(srv.Close)
+	b := startBrowser(t, chrome)
+
+	// outside lists what is not wholly in the viewport: each cell of the
+	// order's row and each header of an execution or effect.
+	outside := labpage.OffScreen
+	need := []string{"stock_reserved", "stock_released", "refunded", "refund_notified", "commission_reversed", "refund_failed", "paid", "charges"}
+	for _, vp := range []struct{ w, h int64 }{{1920, 1080}, {1280, 720}} {
+		b.run(chromedp.EmulateViewport(vp.w, vp.h), chromedp.Navigate(srv.URL+"/lab?projector=1"))
+		b.wait("the page drew the refunded order", `document.body.dataset.refreshed !== undefined && document.querySelectorAll('#orders td[data-effect="stock_released"]').length === 1`)
+		for _, k := range need {
+			if n := b.eval(`document.querySelectorAll('#orders td[data-effect="` + k + `"]').length`); n != 1.0 {
+				t.Errorf("%dx%d: %v cells of %s, want 1", vp.w, vp.h, n, k)
+			}
+		}
+		if bad := b.eval(outside).(string); bad != "" {
+			t.Errorf("projector mode at %dx%d: not on screen: %s", vp.w, vp.h, bad)
+		}
+		b.shot(fmt.Sprintf("projector-%dx%d.png", vp.w, vp.h))
+	}
+
+	// The ordinary mode: between two headers' text there is room.
+	b.run(chromedp.EmulateViewport(1600, 1000), chromedp.Navigate(srv.URL+"/lab?projector=0"))
+	b.wait("the page drew the refunded order", `document.body.dataset.refreshed !== undefined && document.querySelectorAll('#orders td[data-effect="stock_released"]').length === 1`)
+	const touching = `(() => {
+		const ks = [...document.querySelectorAll('#orders th.key .k')], bad = [];
+		for (let i = 1; i < ks.length; i++) {
+			const a = ks[i-1].getBoundingClientRect(), b = ks[i].getBoundingClientRect();
+			if (b.left - a.right < 12) bad.push(ks[i-1].textContent + " and " + ks[i].textContent + ": " + Math.round(b.left - a.right) + "px apart");
+		}
+		return bad.join("; ");
+	})()`
+	if bad := b.eval(touching).(string); bad != "" {
+		t.Errorf("ordinary mode: headers run together: %s", bad)
+	}
+	b.shot("normal-1600x1000.png")
+}
+
+// shot writes a screenshot of the page to $LAB_PROJECTOR_SHOTS/name when
+// that variable names a directory, to look at the layout.
+func (b *tab) shot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("LAB_PROJECTOR_SHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // cannedLab is the API with its lab page, except for what the page polls:
-// a state with one order and that order's audit, its commission twice.
+// a state with one order and that order's audit, its commission twice, its
+// stock taken and given back, and refunded; and the stock of the page's SKU.
 func cannedLab() http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	api := httpapi.NewServer(httpapi.Deps{Logger: logger, Lab: labpage.New(labpage.Config{Process: "all", Logger: logger})})
 	const id = "0b8d6f7e-2f43-4b8e-9a55-0d6f3f1c2a10"
 	state := `{"process":"all","broker":"postgres","fakes_url":"http://127.0.0.1:8081","guards":[{"name":"ledger-key","off":false,"fixed":false}],` +
 		`"switchable":true,"guards_note":"","fault_points":[],"poison":[],"providers":{},` +
-		`"orders":[{"id":"` + id + `","status":"paid","customer_id":"c-lab","amount_cents":10000,"currency":"BRL"}]}`
-	audit := `{"order_id":"` + id + `","executions":{"order_paid":6,"order_confirmed":1},` +
-		`"effects":{"charges":1,"paid":1,"commission":2,"notification_sent":1},"cleaned":[]}`
+		`"orders":[{"id":"` + id + `","status":"refunded","customer_id":"c-lab","amount_cents":10000,"currency":"BRL"}]}`
+	audit := `{"order_id":"` + id + `","executions":{"order_paid":6,"order_confirmed":1,"refund_requested":1,"order_refunded":4,"refund_confirmed":1},` +
+		`"effects":{"charges":1,"paid":1,"commission":2,"confirmation_enqueued":1,"confirmation_delivered":1,"notification_sent":1,` +
+		`"stock_reserved":1,"stock_released":1,"commission_reversed":1,"refunded":1,"refund_notified":1,"refund_failed":0},"cleaned":[],"reconciled":[]}`
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/lab/state":
@@ -109,6 +181,9 @@ func cannedLab() http.Handler {
 		case "/orders/" + id + "/audit":
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, audit)
+		case "/stock/sku-lab":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"sku":"sku-lab","available":8,"reserved":2}`)
 		default:
 			api.ServeHTTP(w, r)
 		}

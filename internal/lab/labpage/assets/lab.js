@@ -93,22 +93,48 @@ function select(id) {
   location.hash = id ? "order=" + id : "";
   $("selected-order").textContent = id || "none";
   $("selected-order").setAttribute("data-order", id || "");
-  for (const b of ["pay", "pay-new-key", "replay-order", "redeliver"]) $(b).disabled = !id;
+  for (const b of ["pay", "pay-new-key", "replay-order", "redeliver", "refund", "refund-new-key"]) $(b).disabled = !id;
 }
 
 // --- controls -------------------------------------------------------------
 
+// curl prints the command line of one request to the API the page made.
+function curl(method, path, body, headers) {
+  let line = `curl -X ${method} $API_URL${path} -H 'Content-Type: application/json'`;
+  for (const [k, v] of Object.entries(headers || {})) line += ` -H '${k}: ${v}'`;
+  return line + ` -d '${JSON.stringify(body)}'`;
+}
+
 async function createOrder() {
   const body = { customer_id: $("customer").value, amount_cents: Number($("amount").value), currency: "BRL" };
   if ($("affiliate").value) body.affiliate_id = $("affiliate").value;
+  const units = Number($("quantity").value);
+  if (units > 0) body.items = [{ sku: $("sku").value, quantity: units }];
   const o = await api("POST", "/orders", body);
   select(o.id);
-  return [o, `curl -X POST $API_URL/orders -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`];
+  return [o, curl("POST", "/orders", body)];
 }
 
 async function pay(key) {
   const p = await api("POST", `/orders/${selected}/payments`, {}, { "Idempotency-Key": key });
-  return `curl -X POST $API_URL/orders/${selected}/payments -H 'Content-Type: application/json' -H 'Idempotency-Key: ${key}' -d '{}'\n→ ${JSON.stringify(p)}`;
+  return `${curl("POST", `/orders/${selected}/payments`, {}, { "Idempotency-Key": key })}\n→ ${JSON.stringify(p)}`;
+}
+
+// refund asks the API to refund the selected order (exercise 11): the
+// worker then asks the gateway, and gives back the stock and the commission.
+async function refund(key) {
+  const body = $("refund-note").value ? { note: $("refund-note").value } : {};
+  const path = `/orders/${selected}/refunds`;
+  const r = await api("POST", path, body, { "Idempotency-Key": key });
+  return `${curl("POST", path, body, { "Idempotency-Key": key })}\n→ ${JSON.stringify(r)}`;
+}
+
+// setStock sets the SKU's stock to an absolute value (exercise 9).
+async function setStock() {
+  const sku = $("sku").value, body = { available: Number($("stock-available").value) };
+  const path = `/stock/${encodeURIComponent(sku)}`;
+  const level = await api("PUT", path, body);
+  return `${curl("PUT", path, body)}\n→ ${JSON.stringify(level)}`;
 }
 
 function printDone(d) {
@@ -129,7 +155,11 @@ $("redeliver").onclick = () => act(async () => printDone(await api("POST", `/lab
   count: Number($("redeliver-count").value),
   new_event_id: $("redeliver-new-event").checked,
   concurrent: $("redeliver-concurrent").checked,
+  refund: $("redeliver-refund").checked,
 })));
+$("refund").onclick = () => act(async () => showCommand([await refund("lab-refund-" + selected)]));
+$("refund-new-key").onclick = () => act(async () => showCommand([await refund("lab-refund-" + crypto.randomUUID())]));
+$("set-stock").onclick = () => act(async () => showCommand([await setStock()]));
 
 function replayMessage(id) {
   act(async () => printDone(await api("POST", "/lab/replay", { message_id: id })));
@@ -229,14 +259,19 @@ function drawOrders(orders, audits) {
   // gets no column; every effect does, a 0 there is information.
   const execKeys = keys("executions").filter((k) => audits.some((a) => a && a.executions[k] > 0));
   const effectKeys = keys("effects");
-  // Long names wrap at their underscores.
-  const label = (k) => { const th = el("th", {}); k.split("_").forEach((part, i) => { if (i) th.append("_", el("wbr")); th.append(part); }); return th; };
+  // Long names wrap at their underscores; in projector mode (lab.css) they
+  // stand on end, one line each, so every column fits across the screen.
+  const label = (k, kind) => {
+    const name = el("span", { class: "k" });
+    k.split("_").forEach((part, i) => { if (i) name.append("_", el("wbr")); name.append(part); });
+    return el("th", { class: "key", title: k, [kind === "executions" ? "data-execution" : "data-effect"]: k }, name);
+  };
   const thead = $("orders").tHead;
   thead.replaceChildren(
     el("tr", {}, el("th", { colSpan: 3 }), el("th", { class: "group", colSpan: execKeys.length || 1 }, "executions"),
       el("th", { class: "group", colSpan: effectKeys.length || 1 }, "effects"), el("th", {})),
     el("tr", {}, el("th", {}, "order"), el("th", {}, "status"), el("th", {}, "amount"),
-      ...execKeys.map(label), ...effectKeys.map(label), el("th", { title: "what orderpaid reconcile settled" }, "reconciled")));
+      ...execKeys.map((k) => label(k, "executions")), ...effectKeys.map((k) => label(k, "effects")), el("th", { title: "what orderpaid reconcile settled" }, "reconciled")));
   const rows = orders.map((o, i) => {
     const a = audits[i] || { executions: {}, effects: {}, cleaned: [] };
     const cell = (kind, k) => {
@@ -277,11 +312,29 @@ function drawTimeline(tl) {
   list.replaceChildren(...items);
 }
 
+// drawStock shows the SKU's stock, GET /stock/{sku}, or why it has none.
+function drawStock(level, err) {
+  const now = $("stock-now");
+  if (level) {
+    now.textContent = `now: ${level.sku} available ${level.available}, reserved ${level.reserved}`;
+    now.setAttribute("data-available", String(level.available));
+  } else {
+    now.textContent = err && /: 404 /.test(err.message) ? "no stock for this SKU yet: set it (an order of it is short and gets refunded)" : "stock not readable: " + (err ? err.message : "");
+    now.setAttribute("data-available", "");
+  }
+}
+
 // refresh reads everything once and draws it.
 async function refresh() {
   const st = await api("GET", "/lab/state");
   const audits = await Promise.all(st.orders.map((o) => api("GET", `/orders/${o.id}/audit`).catch(() => null)));
   const tl = selected ? await api("GET", `/lab/orders/${selected}/timeline`).catch(() => null) : null;
+  const sku = $("sku").value;
+  let level = null, stockErr = null;
+  if (sku) {
+    try { level = await api("GET", `/stock/${encodeURIComponent(sku)}`); } catch (err) { stockErr = err; }
+  }
+  drawStock(level, stockErr);
   drawHeader(st);
   drawGuards(st);
   drawFaults(st);
