@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,16 +83,14 @@ func TestLabPageStockAndRefundInBrowser(t *testing.T) {
 	b.do(chromedp.SetValue(chromedp.ID("sku"), sku), chromedp.SetValue(chromedp.ID("stock-available"), "10"),
 		chromedp.Click(chromedp.ID("set-stock")))
 	b.waitJS("the stock set to 10", `document.getElementById("stock-now").dataset.available === "10"`)
-	if got := b.text(last); !strings.Contains(got, "curl -X PUT $API_URL/stock/"+sku+` -H 'Content-Type: application/json' -d '{"available":10}'`) {
-		t.Errorf("Set stock printed %q, want its curl line", got)
-	}
+	// Each control prints its line once its requests have answered: wait
+	// for it, as a reader would.
+	b.waitJS("Set stock's curl line", last+".includes("+strconv.Quote("curl -X PUT $API_URL/stock/"+sku+` -H 'Content-Type: application/json' -d '{"available":10}'`)+")")
 
 	b.do(chromedp.SetValue(chromedp.ID("quantity"), "2"), chromedp.Click(chromedp.ID("create-pay")))
 	b.waitJS("an order selected", `document.getElementById("selected-order").dataset.order !== ""`)
 	id := b.text(`document.getElementById("selected-order").dataset.order`)
-	if got := b.text(last); !strings.Contains(got, `"items":[{"sku":"`+sku+`","quantity":2}]`) {
-		t.Errorf("Create and pay printed %q, want the order's items in its curl line", got)
-	}
+	b.waitJS("Create and pay's curl line with the order's items", last+".includes("+strconv.Quote(`"items":[{"sku":"`+sku+`","quantity":2}]`)+")")
 	paid := []string{"charges", "paid", "commission", "confirmation_enqueued", "confirmation_delivered", "notification_sent", "stock_reserved"}
 	b.waitCounts(id, "the order paid, its units taken once", map[string]int{"order_paid": 1}, once(paid))
 	b.waitJS("the stock down to 8", `document.getElementById("stock-now").dataset.available === "8"`)
