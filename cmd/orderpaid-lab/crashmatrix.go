@@ -18,7 +18,7 @@ import (
 
 // matrixFlags are crashmatrix's flags, as parsed.
 type matrixFlags struct {
-	flow, brokerName, without, then, only, bin                               string
+	flow, brokerName, relay, without, then, only, bin                        string
 	batch, depth, parallel                                                   int
 	forget, twice, late, lateRetry, lag, list, asJSON, markdown, every, keep bool
 }
@@ -28,6 +28,7 @@ func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
 	fs.StringVar(&f.flow, "flow", "all", "the flow to crash: all, or one of "+strings.Join(crashmatrix.FlowNames, ", "))
 	fs.StringVar(&f.brokerName, "broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
 	fs.IntVar(&f.batch, "batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
+	fs.StringVar(&f.relay, "relay", config.RelayPoll, "OUTBOX_RELAY of the cells' processes: poll, or logical (the relay from the WAL; needs wal_level = logical)")
 	fs.StringVar(&f.without, "without", "", "switch guards off (comma-separated) and show where their damage appears: "+strings.Join(switches.Names(), ", "))
 	fs.IntVar(&f.depth, "depth", 1, "1: one crash a cell; 2: then, for the payment and order_paid, a second crash at each boundary the recovery of each first one met (every pair; the count is printed)")
 	fs.StringVar(&f.then, "then", "", "with --only BOUNDARY:side, a second crash BOUNDARY:side in the recovery of the first, as a depth-two replay line prints it")
@@ -72,6 +73,8 @@ func (f *matrixFlags) check() error {
 		return refuse("--depth %d: want 1 or 2", f.depth)
 	case f.then != "" && (f.only == "" || !strings.HasSuffix(f.then, ":"+string(fault.Before)) && !strings.HasSuffix(f.then, ":"+string(fault.After))):
 		return refuse("--then BOUNDARY:before|after goes with --only BOUNDARY:before|after")
+	case f.relay != config.RelayPoll && f.relay != config.RelayLogical:
+		return refuse("--relay %q: want %s or %s", f.relay, config.RelayPoll, config.RelayLogical)
 	case f.batch < 1 || f.parallel < 1 || f.parallel > 16:
 		return refuse("--batch must be at least 1 and --parallel 1 to 16")
 	}
@@ -100,9 +103,13 @@ func (f *matrixFlags) onlyCells() ([]crashmatrix.Cell, error) {
 	return cells, nil
 }
 
-// setBatch gives the cells' workers --batch and returns the flags a replay
-// line repeats (the broker's and the batch's).
+// setBatch gives the cells' processes --batch and --relay and returns the
+// flags a replay line repeats (the broker's, the batch's, the relay's).
 func (f *matrixFlags) setBatch(runCfg scenario.Config) (flags string) {
+	if f.relay == config.RelayLogical {
+		runCfg.Env["OUTBOX_RELAY"] = f.relay
+		flags += " --relay " + f.relay
+	}
 	if runCfg.Broker != config.BrokerPostgres {
 		flags += " --broker " + runCfg.Broker
 	}

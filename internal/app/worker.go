@@ -151,7 +151,8 @@ func (s *serving) batchLoops(pool *pgxpool.Pool, b *broker.Broker, c *consumer.C
 			// With a guard off, one message at a time (the lab's Batches).
 			Reader: reader, Topic: bt.topic, Group: bt.group, Handle: s.levers.batches(bt.handle, bt.one),
 			Poison: poison.NewStore(queries.New(postgres.Routed{Pool: pool})), Logger: s.logger,
-			Drain: s.cfg.ShutdownTimeout * 3 / 4, // as broker.NewDraining's
+			Drain:  s.cfg.ShutdownTimeout * 3 / 4, // as broker.NewDraining's
+			Tracer: s.tel.TracerProvider, System: telemetry.MessagingSystem(b.Name),
 		})
 	}
 	s.logger.Info("batch mode: every topic read and applied in batches", "consumer_batch_size", n, "consumer_position", s.cfg.ConsumerPosition)

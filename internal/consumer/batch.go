@@ -7,7 +7,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
 	"github.com/orderpaid/orderpaid/internal/ledger"
@@ -65,9 +64,10 @@ func (c *Consumers) HandleOrderPaidBatch(msgs []*message.Message) []error {
 
 // batch is one attempt at a batch: its messages, and its distinct orders.
 type batch struct {
-	// ctx carries the cancellation of the delivery, but no span: a
-	// statement for the whole batch belongs to no one message's trace.
-	// Each message's steps run under its own context (batchItem.ctx).
+	// ctx carries the cancellation of the delivery and the batch's span
+	// (telemetry.BatchContext): a statement for the whole batch belongs to
+	// no one message's trace. Each message's steps run under its own
+	// context (batchItem.ctx).
 	ctx    context.Context
 	items  []*batchItem  // in msgs' order
 	orders []*batchOrder // distinct, in the order of their first message
@@ -116,7 +116,7 @@ type batchOrder struct {
 // decoded is answered at once: permanent, for it alone.
 func (c *Consumers) newBatch(msgs []*message.Message) *batch {
 	b := &batch{
-		ctx:        trace.ContextWithSpanContext(msgs[0].Context(), trace.SpanContext{}),
+		ctx:        telemetry.BatchContext(msgs[0].Context()),
 		byID:       map[uuid.UUID]*batchOrder{},
 		commission: map[string]effect.Outcome{},
 	}

@@ -39,7 +39,7 @@ func (c *Consumers) HandleOrderConfirmedBatch(msgs []*message.Message) []error {
 		return errs
 	}
 	items, ids := c.newConfirmedItems(msgs, errs)
-	ctx := msgs[0].Context()
+	ctx := telemetry.BatchContext(msgs[0].Context()) // the set's statements
 	seen, err := inbox.SeenBatch(ctx, c.q, HandlerOrderConfirmed, ids)
 	if err != nil {
 		for i, it := range items {

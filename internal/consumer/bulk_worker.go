@@ -7,6 +7,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/platform/broker"
 	"github.com/orderpaid/orderpaid/internal/poison"
@@ -44,6 +45,10 @@ type BatchLoop struct {
 	// comes again to the next worker, as the router's drain does
 	// (broker.NewDraining). 0: the batch runs to its end.
 	Drain time.Duration
+	// Tracer and System trace each batch (telemetry.StartBatch); a nil
+	// Tracer traces nothing.
+	Tracer trace.TracerProvider
+	System string
 }
 
 // Run reads and handles batches until ctx ends. A batch in flight when ctx
@@ -67,17 +72,19 @@ func (l *BatchLoop) Run(ctx context.Context) error {
 // settle hands msgs to the handler and returns how many, from the first,
 // are done: applied, or in the poison queue.
 func (l *BatchLoop) settle(handling context.Context, msgs []*message.Message) int {
+	end := telemetry.StartBatch(l.Tracer, l.System, l.Topic, l.Group, msgs)
 	for _, m := range msgs {
 		// On the message's own context (a reader may have put its
 		// transaction in it: broker.BatchReader.WithEffects), cancelled
 		// with handling.
-		ctx, cancel := context.WithCancel(telemetry.ExtractMessage(m.Context(), m))
+		ctx, cancel := context.WithCancel(m.Context())
 		stop := context.AfterFunc(handling, cancel)
 		defer stop()
 		defer cancel()
 		m.SetContext(ctx)
 	}
 	errs := l.Handle(msgs)
+	end(errs)
 	for i := range msgs {
 		if i >= len(errs) {
 			return i // no answer for it: not settled

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/platform/postgres"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
 // InOneTransaction turns a per-message handler into a batch handler whose
@@ -35,7 +36,7 @@ func InOneTransaction(handle func(*Consumers, *message.Message) error) func(*Con
 		for i, m := range msgs {
 			outer[i] = m.Context()
 		}
-		ctx := context.WithoutCancel(msgs[0].Context())
+		ctx := context.WithoutCancel(telemetry.BatchContext(msgs[0].Context()))
 		err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 			if err := lockInOrder(ctx, queries.New(tx), msgs); err != nil {
 				return err

@@ -39,17 +39,21 @@ import (
 
 // Flows maps each flow the matrix covers to the works it is made of, as
 // fault.Boundaries names them (process/work).
+// A consumer's flow has two works in batch mode (CONSUMER_BATCH_SIZE > 1):
+// each message's ("worker/order_paid", its steps and calls) and the
+// batch's ("worker/order_paid_batch", the statements for the whole set:
+// telemetry.StartBatch).
 var Flows = map[string][]string{
 	"payment":          {"api/orders_payments"},
 	"webhook":          {"api/webhooks_payments"},
-	"order_paid":       {"worker/order_paid"},
+	"order_paid":       {"worker/order_paid", "worker/order_paid_batch"},
 	"relay":            {"worker/relay_order_paid", "worker/relay_order_confirmed"},
-	"order_confirmed":  {"worker/order_confirmed"},
-	"refund":           {"api/orders_refunds", "worker/refund_requested"},
+	"order_confirmed":  {"worker/order_confirmed", "worker/order_confirmed_batch"},
+	"refund":           {"api/orders_refunds", "worker/refund_requested", "worker/refund_requested_batch"},
 	"refund_webhook":   {refundWebhook},
 	"refund_relay":     {"worker/relay_refund_requested", "worker/relay_order_refunded", "worker/relay_refund_confirmed"},
-	"order_refunded":   {"worker/order_refunded"},
-	"refund_confirmed": {"worker/refund_confirmed"},
+	"order_refunded":   {"worker/order_refunded", "worker/order_refunded_batch"},
+	"refund_confirmed": {"worker/refund_confirmed", "worker/refund_confirmed_batch"},
 }
 
 // refundWebhook is the one boundary of the refund's webhook (payment.refunded)
@@ -152,6 +156,9 @@ func Discover(ctx context.Context, cfg scenario.Config) ([]string, error) {
 	}
 	cfg.Parallel = 1
 	r := scenario.RunOne(ctx, cfg, scenario.Case{Scenario: clean})
+	if r.NotApplicable != "" {
+		return nil, fmt.Errorf("the clean run cannot run here: %s", r.NotApplicable)
+	}
 	if !r.OK() {
 		return nil, fmt.Errorf("the clean run failed: %s", r.Verdict())
 	}
