@@ -38,6 +38,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"orderpaid", "backfill", "--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"}, "must be after"},
 		{[]string{"orderpaid", "backfill", "--from", "2026-11-01T00:00:00Z", "--batch", "0"}, "--batch"},
 		{[]string{"orderpaid", "migrate", "extra"}, `unexpected argument "extra"`},
+		{[]string{"orderpaid", "crashmatrix", "--relay", "wal"}, `--relay "wal": want poll or logical`},
+		{[]string{"orderpaid", "crashmatrix", "--webhook-never", "--late-webhook"}, "no webhook to be late"},
 	}
 	for _, tt := range tests {
 		var out strings.Builder

@@ -18,9 +18,9 @@ import (
 
 // matrixFlags are crashmatrix's flags, as parsed.
 type matrixFlags struct {
-	flow, brokerName, relay, without, then, only, bin                        string
-	batch, depth, parallel                                                   int
-	forget, twice, late, lateRetry, lag, list, asJSON, markdown, every, keep bool
+	flow, brokerName, relay, without, then, only, bin                               string
+	batch, depth, parallel                                                          int
+	forget, twice, late, lateRetry, never, lag, list, asJSON, markdown, every, keep bool
 }
 
 func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
@@ -37,6 +37,7 @@ func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
 	fs.BoolVar(&f.twice, "two-events", false, "once the flow has recovered, the gateway sends the payment's event again under a new event id (a second order_paid for the same payment)")
 	fs.BoolVar(&f.late, "late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
 	fs.BoolVar(&f.lateRetry, "late-retry", false, "a client without an answer comes back only once the webhook has paid the order (not with --late-webhook)")
+	fs.BoolVar(&f.never, "webhook-never", false, "the gateway never sends the payment's webhook; once the cell has recovered, orderpaid reconcile runs once (not with --late-webhook or --late-retry)")
 	fs.BoolVar(&f.lag, "search-lag", false, "the providers' search has not caught up with anything made in the cell: a look-up after the crash finds nothing (not with --forget-keys)")
 	fs.BoolVar(&f.list, "list", false, "print the boundaries the clean run met and stop")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per cell instead of the table")
@@ -67,6 +68,8 @@ func (f *matrixFlags) check() error {
 	switch {
 	case f.lateRetry && f.late:
 		return refuse("--late-retry and --late-webhook order the same two things the other way: choose one")
+	case f.never && (f.late || f.lateRetry):
+		return refuse("--webhook-never: there is no webhook to be late or to wait for; drop --late-webhook and --late-retry")
 	case f.lag && f.forget:
 		return refuse("--search-lag with --forget-keys leaves the providers nothing to remember a call by: run them apart")
 	case f.depth != 1 && f.depth != 2:
@@ -121,7 +124,7 @@ func (f *matrixFlags) setBatch(runCfg scenario.Config) (flags string) {
 }
 
 func (f *matrixFlags) providers() crashmatrix.Providers {
-	return crashmatrix.Providers{Forget: f.forget, LateWebhook: f.late, TwoEvents: f.twice, SearchLag: f.lag, LateRetry: f.lateRetry}
+	return crashmatrix.Providers{Forget: f.forget, LateWebhook: f.late, TwoEvents: f.twice, SearchLag: f.lag, LateRetry: f.lateRetry, NoWebhook: f.never}
 }
 
 // runCrashMatrix is `orderpaid-lab crashmatrix`: a clean run lists every

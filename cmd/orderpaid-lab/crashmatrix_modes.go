@@ -30,7 +30,12 @@ func (f *matrixFlags) discover(e env, runCfg scenario.Config) ([]crashmatrix.Cel
 		}
 		return nil, nil
 	}
-	cells := crashmatrix.Cells(boundaries)
+	var cells []crashmatrix.Cell
+	for _, c := range crashmatrix.Cells(boundaries) {
+		if f.providers().Applies(c) {
+			cells = append(cells, c)
+		}
+	}
 	fmt.Fprintf(e.Stderr, "crashmatrix: %d boundaries, %d cells, %d at a time\n", len(boundaries), len(cells), runCfg.Parallel)
 	return cells, nil
 }

@@ -268,7 +268,7 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	if err := s.StartFakes(ctx); err != nil {
 		return err
 	}
-	if p.LateWebhook && !refund {
+	if (p.LateWebhook || p.NoWebhook) && !refund {
 		if err := s.HoldWebhooks(ctx, true); err != nil {
 			return err
 		}
@@ -332,7 +332,11 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 	// A crash in the payment's request comes before the client's retries;
 	// any other comes after the webhook, so a late webhook (released once
 	// the retries have their answers) comes first.
-	if err := recoverFrom(ctx, s, p, cell.Flow() != "payment", die, retries); err != nil {
+	reconcile := func() error { return nil }
+	if p.NoWebhook {
+		reconcile = func() error { return reconcileOnce(ctx, s, answers) }
+	}
+	if err := recoverFrom(ctx, s, p, cell.Flow() != "payment", die, retries, reconcile); err != nil {
 		return err
 	}
 	if err := second(); err != nil {
@@ -358,6 +362,30 @@ func pay(ctx context.Context, s *scenario.Stage, apiArgs, workerArgs []string, c
 // endOfRecovery ends the answers of a cell's recovery in its answers file.
 const endOfRecovery = "@@ end of the recovery"
 
+// reconciled, in a cell's answers file, says orderpaid reconcile settled
+// something of the cell (Reconciled).
+const reconciled = "@@ reconciled"
+
+// reconcileOnce is the operator of a world without the payment's webhook:
+// once the client has its answer, orderpaid reconcile runs once. It settles
+// the charge the gateway made and the service has not seen paid (the
+// payment's event accepted as the webhook's would be) and exits 3: the
+// worker has not applied it yet. A run that settles nothing exits 0.
+func reconcileOnce(ctx context.Context, s *scenario.Stage, answers string) error {
+	settled, err := s.Reconcile(ctx, time.Second)
+	if err != nil || !settled {
+		return err
+	}
+	return appendLine(answers, reconciled)
+}
+
+// Reconciled says whether orderpaid reconcile settled something of the
+// cell whose answers file is path.
+func Reconciled(path string) bool {
+	lines, _ := readLines(path)
+	return slices.Contains(lines, reconciled)
+}
+
 func appendLine(path, line string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -368,17 +396,17 @@ func appendLine(path, line string) error {
 }
 
 // recoverFrom is a cell's recovery: the process's death and restart (die),
-// the client's retries and the late webhook's release, in the order they
-// happen.
-func recoverFrom(ctx context.Context, s *scenario.Stage, p Providers, afterWebhook bool, die, retries func() error) error {
+// the client's retries and the late webhook's release, or the operator's
+// reconcile where no webhook comes, in the order they happen.
+func recoverFrom(ctx context.Context, s *scenario.Stage, p Providers, afterWebhook bool, die, retries, reconcile func() error) error {
 	release := func() error {
 		if !p.LateWebhook {
-			return nil
+			return reconcile()
 		}
 		return s.HoldWebhooks(ctx, false)
 	}
 	steps := []func() error{die, retries, release}
-	if p.LateWebhook && afterWebhook {
+	if (p.LateWebhook || p.NoWebhook) && afterWebhook {
 		steps = []func() error{retries, release, die}
 	}
 	for _, step := range steps {

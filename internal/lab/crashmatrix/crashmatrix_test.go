@@ -93,6 +93,26 @@ func TestCrashMatrixFindsTheBlindCharge(t *testing.T) {
 	}
 }
 
+// TestCrashMatrixWithoutTheWebhookIsHeldByReconcile: where the gateway
+// never sends the payment's webhook, a worker dying after order_paid's
+// first commit is still held once the operator's reconcile has run: it
+// settled the charge (the cell says "held by reconcile") and the state
+// check answered the redelivery. Without reconcile's run the order would
+// stay pending: the cell's checks ask for one order paid and one e-mail.
+func TestCrashMatrixWithoutTheWebhookIsHeldByReconcile(t *testing.T) {
+	cell := crashmatrix.Cell{Boundary: "worker/order_paid/COMMIT#1", Side: fault.After}
+	if !slices.Contains(boundaries(t), cell.Boundary) {
+		t.Fatalf("the clean run met no %s", cell.Boundary)
+	}
+	o := crashmatrix.Run(context.Background(), config(t), []crashmatrix.Cell{cell}, "", crashmatrix.Providers{NoWebhook: true})[0]
+	if !o.Held || !o.Reconciled || !strings.HasPrefix(crashmatrix.Verdict(o), "held by reconcile: state_check") {
+		t.Errorf("%s: %q (held %v, reconciled %v, damage %v; logs: %s)", o.Cell, crashmatrix.Verdict(o), o.Held, o.Reconciled, o.Damage, o.LogDir)
+	}
+	if (crashmatrix.Providers{NoWebhook: true}).Applies(crashmatrix.Cell{Boundary: "api/webhooks_payments/COMMIT#1"}) {
+		t.Error("a cell of the webhook runs in a world where the webhook is never sent")
+	}
+}
+
 // TestCrashMatrixPageHasEveryBoundary fails when a clean run meets a
 // boundary that the published page has no row for: a statement added to a
 // flow is named here until docs/crash-matrix.md (and its pt-BR twin) is

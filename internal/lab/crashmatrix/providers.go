@@ -35,6 +35,15 @@ type Providers struct {
 	// later), so only the webhook tells the service of a charge whose
 	// answer died with the api. Not with LateWebhook.
 	LateRetry bool
+	// NoWebhook: the gateway never sends the payment's webhook (the api's
+	// endpoint unreachable for longer than the provider retries, a secret
+	// rotated on one side only). Nothing then tells the service of the
+	// charge but the gateway's record: once the cell has recovered, an
+	// operator runs orderpaid reconcile once, which accepts the payment's
+	// event as its webhook would have been (Reconciled). The webhook's own
+	// cells and the refund's are not run (Applies). Not with LateWebhook or
+	// LateRetry.
+	NoWebhook bool
 }
 
 // searchLag is the providers' search lag with SearchLag: longer than any
@@ -58,6 +67,9 @@ func (p Providers) String() string {
 	if p.LateRetry {
 		webhook += ", the client back after it"
 	}
+	if p.NoWebhook {
+		webhook = "webhook never sent, reconcile run once"
+	}
 	return "providers " + keys + ", " + webhook
 }
 
@@ -68,7 +80,7 @@ func (p Providers) Flags() string {
 		on   bool
 		flag string
 	}{{p.Forget, "--forget-keys"}, {p.LateWebhook, "--late-webhook"}, {p.TwoEvents, "--two-events"},
-		{p.SearchLag, "--search-lag"}, {p.LateRetry, "--late-retry"}} {
+		{p.SearchLag, "--search-lag"}, {p.LateRetry, "--late-retry"}, {p.NoWebhook, "--webhook-never"}} {
 		if c.on {
 			f += " " + c.flag
 		}
@@ -150,4 +162,12 @@ func GuardProviders(guard string, p Providers) Providers {
 		p.LateWebhook, p.LateRetry = false, true
 	}
 	return p
+}
+
+// Applies says whether cell c can run in p's world. With NoWebhook the
+// payment's webhook is never delivered, so its cells are never met; and the
+// refund's flows, which begin once the payment has run its course, are
+// left to the worlds with a webhook.
+func (p Providers) Applies(c Cell) bool {
+	return !p.NoWebhook || c.Flow() != "webhook" && !c.Refunds()
 }

@@ -38,9 +38,12 @@ type Outcome struct {
 	// recovery: what absorbed the repeat ("state_check"). None: nothing
 	// was done twice to stop.
 	Answers []string
-	Counts  scenario.Counts
-	Elapsed time.Duration
-	LogDir  string
+	// Reconciled: orderpaid reconcile, run once by the cell's operator
+	// (Providers.NoWebhook), settled something of it.
+	Reconciled bool
+	Counts     scenario.Counts
+	Elapsed    time.Duration
+	LogDir     string
 	// Recovery are the boundaries of the cell's flow that its restarted
 	// process met in the recovery (the second crashes of depth two).
 	Recovery []string
@@ -81,7 +84,7 @@ func Run(ctx context.Context, cfg scenario.Config, cells []Cell, without string,
 	out := make([]Outcome, len(cells))
 	for i, r := range results {
 		d := Damage(r, p, cells[i].Refunds())
-		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]),
+		out[i] = Outcome{Cell: cells[i], Without: without, Held: len(d) == 0, Damage: d, Answers: Answers(answers[i]), Reconciled: Reconciled(answers[i]),
 			NotReached: errors.Is(r.Err, ErrNotReached), SecondNotReached: errors.Is(r.Err, ErrSecondNotReached),
 			Recovery: Recovery(answers[i], cells[i].Process(), cells[i].Flow()),
 			Counts:   r.Counts, Elapsed: r.Elapsed, LogDir: r.LogDir}
@@ -229,7 +232,8 @@ func Failed(o Outcome) bool { return !o.Held && !o.SecondNotReached }
 // Verdict is o's cell in the table: "held: state_check", naming each guard
 // that answered already_applied in the recovery; "held" when none had to
 // (what the dead process did was rolled back, or not yet done, and was done
-// once after it); or the damage.
+// once after it); "held by reconcile" when the cell's operator's
+// orderpaid reconcile settled it (Providers.NoWebhook); or the damage.
 func Verdict(o Outcome) string {
 	switch {
 	case o.SecondNotReached:
@@ -240,11 +244,15 @@ func Verdict(o Outcome) string {
 		return "as without " + Beneath[strings.Split(o.Without, ",")[0]]
 	case !o.Held:
 		return strings.Join(o.Damage, ", ")
-	case len(o.Answers) == 0:
-		return "held"
-	default:
-		return "held: " + strings.Join(o.Answers, ", ")
 	}
+	held := "held"
+	if o.Reconciled {
+		held = "held by reconcile"
+	}
+	if len(o.Answers) == 0 {
+		return held
+	}
+	return held + ": " + strings.Join(o.Answers, ", ")
 }
 
 // ReplayCommand is the command line that runs o's cell alone.
@@ -265,7 +273,7 @@ func WriteJSON(w io.Writer, outcomes []Outcome) error {
 	for _, o := range outcomes {
 		if err := enc.Encode(map[string]any{
 			"flow": o.Cell.Flow(), "boundary": o.Cell.Boundary, "side": o.Cell.Side, "then": o.Cell.Then, "without": o.Without, "recovery": o.Recovery,
-			"held": o.Held, "damage": o.Damage, "answers": o.Answers, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
+			"held": o.Held, "damage": o.Damage, "answers": o.Answers, "reconciled": o.Reconciled, "counts": o.Counts, "seconds": o.Elapsed.Seconds(),
 		}); err != nil {
 			return err
 		}

@@ -126,3 +126,24 @@ func (s *Stage) reconcileTwice(ctx context.Context) error {
 	}
 	return errors.Join(<-errs, <-errs)
 }
+
+// Reconcile runs orderpaid reconcile once, as an operator would, once the
+// work it holds has been quiet for grace, and reports whether it settled
+// something (exit 3: settled, the worker has not applied it yet). A run
+// that finds nothing to settle exits 0; any other exit is an error.
+func (s *Stage) Reconcile(ctx context.Context, grace time.Duration) (settled bool, err error) {
+	select {
+	case <-time.After(grace + 100*time.Millisecond):
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	out, err := s.Command(ctx, append(s.guardArgs("reconcile"), "--grace", grace.String())...)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == reconcile.ExitWaiting {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("orderpaid reconcile: %w\n%s", err, out)
+	}
+	return false, nil
+}
