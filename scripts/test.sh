@@ -54,7 +54,7 @@ step "the outbox's switch back (holds the server's oldest transaction open, stal
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSwitchBack' ./internal/outbox
 
 step "the crash matrix's e-mail and refund cells (many processes at once, so they run alone)"
-ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers|TestCrashMatrixHoldsInTheRefund' ./internal/lab/crashmatrix
+ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestCrashMatrixShowsTheDamageOfTheGuardsBehindOthers|TestCrashMatrixHoldsInTheRefund|TestCrashMatrixHoldsTheRefundNoticeInBatchMode' ./internal/lab/crashmatrix
 
 step "soak with a PostgreSQL restart (restarts the local PostgreSQL, so it runs alone)"
 ORDERPAID_DISRUPTIVE=1 go test -count=1 -run 'TestSoakUnderFaults' ./internal/lab/soak

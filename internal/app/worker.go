@@ -121,8 +121,11 @@ func (s *serving) consumers(pool *pgxpool.Pool, b *broker.Broker) (*consumer.Con
 // 1), and the topics they read, which the router then skips: every topic
 // is read N at a time. order_paid and order_confirmed have their guards
 // applied to the set (consumer.HandleOrderPaidBatch,
-// HandleOrderConfirmedBatch); the refund topics, rare, are handled message
-// by message in one transaction per batch (consumer.InOneTransaction).
+// HandleOrderConfirmedBatch); order_refunded and refund_requested, rare,
+// are handled message by message in one transaction per batch
+// (consumer.InOneTransaction), and refund_confirmed, an e-mail whose claim
+// must commit before the provider's call, one message at a time
+// (consumer.OneAtATime).
 func (s *serving) batchLoops(pool *pgxpool.Pool, b *broker.Broker, c *consumer.Consumers) (loops []*consumer.BatchLoop, topics []string, err error) {
 	n := s.cfg.ConsumerBatchSize
 	if n <= 1 {
@@ -137,7 +140,7 @@ func (s *serving) batchLoops(pool *pgxpool.Pool, b *broker.Broker, c *consumer.C
 		{messages.TopicOrderConfirmed, consumer.HandlerOrderConfirmed, c.Batched((*consumer.Consumers).HandleOrderConfirmedBatch), c.HandleOrderConfirmed},
 		{messages.TopicOrderRefunded, consumer.HandlerOrderRefunded, c.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleOrderRefunded)), c.HandleOrderRefunded},
 		{messages.TopicRefundRequested, consumer.HandlerRefundRequested, c.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundRequested)), c.HandleRefundRequested},
-		{messages.TopicRefundConfirmed, consumer.HandlerRefundConfirmed, c.Batched(consumer.InOneTransaction((*consumer.Consumers).HandleRefundConfirmed)), c.HandleRefundConfirmed},
+		{messages.TopicRefundConfirmed, consumer.HandlerRefundConfirmed, c.Batched(consumer.OneAtATime((*consumer.Consumers).HandleRefundConfirmed)), c.HandleRefundConfirmed},
 	} {
 		reader, err := b.BatchReader(bt.topic, bt.group, n)
 		if s.cfg.ConsumerPosition == config.PositionWithEffects {

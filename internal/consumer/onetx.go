@@ -14,6 +14,24 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
+// OneAtATime turns a per-message handler into a batch handler that runs
+// each message alone, in the handler's own transactions: the batch mode of
+// refund_confirmed, whose e-mail claim must be committed before the
+// provider is called (notify.Claim). Inside one transaction with the batch
+// (InOneTransaction), a worker dying after the call rolled the claim back
+// with everything else, and the redelivery sent the e-mail again without
+// asking the provider: the crash matrix found it in batch mode
+// (docs/crash-matrix.md).
+func OneAtATime(handle func(*Consumers, *message.Message) error) func(*Consumers, []*message.Message) []error {
+	return func(c *Consumers, msgs []*message.Message) []error {
+		errs := make([]error, len(msgs))
+		for i, m := range msgs {
+			errs[i] = handle(c, m)
+		}
+		return errs
+	}
+}
+
 // InOneTransaction turns a per-message handler into a batch handler whose
 // messages share one transaction: the batch mode of the refund topics,
 // where a set form of each guard would teach nothing new. Each message is

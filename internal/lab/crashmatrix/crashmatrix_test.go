@@ -321,6 +321,25 @@ func TestCrashMatrixHoldsInTheRefund(t *testing.T) {
 	}
 }
 
+// TestCrashMatrixHoldsTheRefundNoticeInBatchMode: in batch mode a worker
+// killed after the provider sent the refund's notice, with the provider's
+// keys forgotten, sends no second notice. The matrix in batch mode found
+// refund_notices=2 there while refund_confirmed ran inside the batch's one
+// transaction (consumer.InOneTransaction): the crash rolled the notice's
+// claim back, and the redelivery sent again without asking the provider.
+// It runs one message at a time now (consumer.OneAtATime).
+func TestCrashMatrixHoldsTheRefundNoticeInBatchMode(t *testing.T) {
+	runsAlone(t)
+	t.Parallel()
+	cfg := config(t)
+	cfg.Env = map[string]string{"CONSUMER_BATCH_SIZE": "10"}
+	cell := crashmatrix.Cell{Boundary: "worker/refund_confirmed/POST /notifications#1", Side: fault.After}
+	o := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{cell}, "", crashmatrix.Providers{Forget: true})[0]
+	if !o.Held || o.Counts.RefundNotices != 1 {
+		t.Errorf("%s in batch mode: held %v, %d refund notices, damage %v (logs: %s)", o.Cell, o.Held, o.Counts.RefundNotices, o.Damage, o.LogDir)
+	}
+}
+
 // runsAlone skips a test whose cells crash the e-mail's consumer: its
 // restarted worker meets the e-mail's claim still held by the run that
 // died and waits for it inside the postgres broker's transaction, holding
