@@ -2,40 +2,45 @@
  * checker (docs/model.md). One order, from the client's payment to the
  * customer's e-mail, with every process free to crash between its steps.
  *
- * Promela in five lines, for a first-time reader:
+ * Promela in six points, for a first-time reader:
  *   - a `proctype` is a process; all of them run at once, interleaved in
  *     every possible order (Spin tries them all);
  *   - `if :: a -> x :: b -> y fi` picks ANY branch whose guard holds: that is
  *     how the model says "maybe" (maybe crash, maybe lose the answer);
  *   - a statement that is false (`bq[OC] > 0`) blocks until it becomes true;
- *   - `atomic { ... }` runs without interleaving: one SQL transaction, one
- *     provider call;
- *   - `assert(x)` is an invariant: Spin reports the first run where it fails.
+ *   - `atomic { ... }` runs without interleaving: one transaction, one call;
+ *   - `assert(x)` is an invariant: Spin reports the first run where it fails;
+ *   - `#define` and `#ifdef` are C's preprocessor, run before Spin reads the file.
  *
- * Each guard of the lab (`orderpaid-lab ... --without NAME`) is a flag: compile
- * with -DNO_STATE_CHECK (and so on) and the guard is replaced by the mistake
- * the lab wires in its place.
+ * Each guard of the lab (`orderpaid-lab ... --without NAME`) is a flag: with
+ * -DNO_STATE_CHECK (and so on) the mistake the lab wires in replaces the guard.
  *
- * A comment `boundary: LIST` names the crash matrix's boundaries
- * (docs/crash-matrix.md) a step stands for, exactly as a clean run of the
- * real code meets them (`orderpaid crashmatrix --list`):
- *
- *   LIST = NAME, NAME, ...         names apart by a comma and a space
- *   NAME = process/work/span#n     api/orders_payments/POST /charges#1
- *        | span#n                  COMMIT#1: the process/work of the NAME before
- *
- * A span may hold spaces, never a comma or a '#'; each NAME ends at its
- * ordinal (#n), and what follows the list's last NAME is prose. A step a
- * clean run never meets (a take-over or a look-up that only recovery runs,
- * a release after a lost answer) is said in words, without the prefix. A
- * test (model_test.go) fails for each NAME with no row in the page's table,
- * and for each flow of the page (payment, webhook, relay, order_paid,
- * order_confirmed) that no NAME here belongs to.
+ * A comment `boundary: LIST` names the crash matrix's boundaries a step stands
+ * for (docs/crash-matrix.md), as a clean run of the real code meets them. LIST:
+ * NAMEs apart by a comma and a space, each process/work/span#n or, after the
+ * first, a span#n of the process/work before it. A span holds no comma and no
+ * '#'; what follows the last NAME is prose. A step only recovery runs is said in
+ * words ("recovery only: ..."). model_test.go holds the NAMEs to the page's table.
  */
 
-/* ---- bounds: what keeps the state space small ------------------------- */
+/* ---- bounds, and the patterns the model repeats ------------------------ */
 #define MAXFAULT 1   /* crashes + lost answers + expired leases, all processes: one each run */
 #define MAXREQ   2   /* payment requests of the client: the first and one retry */
+/* MAYBE(x): x or nothing, Spin tries both. FAULT(x): the same while the run's one
+ * fault is unspent. CRASH(label): the fault that kills the process: it jumps to its
+ * recovery, `label`. CRASH opens each step's atomic block: "killed after step n" is
+ * the choice made when step n+1 would run, so every moment between steps is covered. */
+#define MAYBE(x)     if :: x :: true fi
+#define FAULT(x)     MAYBE(faults < MAXFAULT -> faults++; x)
+#define CRASH(label) FAULT(goto label)
+
+/* ONCE(row, x): INSERT ... ON CONFLICT DO NOTHING: x only if the row is new.
+ * ONCE_PER(keys, k, x): a provider idempotent on its key: x only for a key k it does
+ * not hold yet (keys has a bit each), and from then on it holds k. */
+#define HAS(keys, k)         (keys & (1 << (k)))
+#define ADD(keys, k)         keys = keys | (1 << (k))
+#define ONCE(row, x)         if :: !row -> row = true; x :: else -> skip fi
+#define ONCE_PER(keys, k, x) if :: HAS(keys, k) -> skip :: else -> ADD(keys, k); x fi
 
 /* ---- the order and its effects (the invariants count these) ----------- */
 bool paid = false;   /* orders.status = 'paid' */
@@ -46,27 +51,17 @@ byte emails;         /* e-mails the provider sent (its /notifications) */
 byte accepted[2];    /* order_paid written to the outbox, per payment event */
 byte faults;         /* MAXFAULT's counter */
 
-/* A crash (or any fault) is a choice: while the budget lasts, the process
- * may jump to `label` (its recovery) instead of taking its next step. It
- * opens each step's atomic block, so "killed after step n" is the choice
- * made when step n+1 would run, whenever that is: every moment between two
- * steps is covered, without a state of its own. */
-#define CRASH(label) if :: faults < MAXFAULT -> faults++; goto label :: true fi
-
-/* ---- the api's tables -------------------------------------------------- */
+/* ---- the api's tables, and the gateway --------------------------------- */
 #define NONE 0
 #define CHARGING 1     /* order_charges.state; for a key: locked */
 #define CHARGED 2      /* for a key: completed, its answer stored */
 byte keyrow[3];        /* idempotency_keys by client key K1 = 1, K2 = 2 */
 byte charge = NONE;    /* order_charges: the order's one charge claim */
 byte whinbox;          /* webhook_inbox: bit per event id */
+byte gwkeys;           /* the keys the gateway remembers, a bit each */
+#define CHARGEKEY 0    /* payment.ChargeKey(order, attempt 1); with no charge claim GatewayKey(K) is K, with no key 3 + request */
 
-/* ---- the gateway: idempotent on its key, may forget its keys ---------- */
-byte gwkeys;           /* bit per gateway key it remembers */
-#define CHARGEKEY 0    /* payment.ChargeKey(order, attempt 1) */
-/* GatewayKey(K) (no charge claim) is bit K; a fresh key (no idempotency key) is 3 + request */
-
-/* ---- outbox, broker, worker tables ------------------------------------ */
+/* ---- outbox, broker, workers' tables, the notification provider ------- */
 #define OP1 0          /* order_paid of event 1: UUIDv5 of its source */
 #define OP2 1          /* order_paid of a second event for the same payment */
 #define OC 2           /* order_confirmed: UUIDv5 of the order */
@@ -77,10 +72,8 @@ bool ledgerrow;        /* ledger row under the business key (order, commission) 
 byte ledgerbymsg;      /* the mistake: rows keyed by the delivery, bit per message */
 bool inbox;            /* consumer_inbox (order_confirmed, OC) */
 byte claim = NONE;     /* notification_claims (order, order_confirmed): NONE, CHARGING = sending, CHARGED = sent */
-
-/* ---- the notification provider ----------------------------------------- */
-byte npkeys;           /* bit per Idempotency-Key it remembers; the claim's key is bit 0 */
-byte lastkey;          /* the key of its last send */
+byte npkeys;           /* the Idempotency-Keys the provider remembers, a bit each; the claim's key is bit 0 */
+byte lastkey;          /* the key of the provider's last send */
 bool window;           /* a look-up and the send after it: milliseconds, no day passes */
 
 /* ===== the client and the api: POST /orders/{id}/payments =============== */
@@ -89,8 +82,7 @@ proctype Client() {
   bool unknown;
 request:
 #ifdef NO_IDEMPOTENCY_KEY
-  gk = 3 + r;             /* PayWithoutKey: a fresh gateway key, no claim at all */
-  goto call;
+  gk = 3 + r; goto call;  /* PayWithoutKey: a fresh gateway key, no claim at all */
 #endif
   atomic {  /* phase 1, one transaction; boundary: api/orders_payments/BEGIN#1, OrderGet#1, IdempotencyKeyInsert#1 */
     if
@@ -111,23 +103,12 @@ request:
 call:
   atomic {
     CRASH(gone);          /* payment.before_gateway_call: the key and the charge stay locked */
-#ifndef NO_ASK_FIRST
-    if                    /* askFirst; recovery only: the look-up, GET /charges?order_id= */
-    :: unknown && charges > 0 -> charge = CHARGED; keyrow[k] = CHARGED; goto answered
-    :: else -> skip
-    fi;
+#ifndef NO_ASK_FIRST      /* askFirst; recovery only: the look-up, GET /charges?order_id= */
+    if :: unknown && charges > 0 -> charge = CHARGED; keyrow[k] = CHARGED; goto answered :: else -> skip fi;
 #endif
-    /* boundary: api/orders_payments/POST /charges#1 */
-    if
-    :: gwkeys & (1 << gk) -> skip               /* a key it remembers: the same answer, no charge */
-    :: else -> charges++; gwkeys = gwkeys | (1 << gk);
-       assert(charges <= 1)                     /* INVARIANT one charge */
-    fi;
+    ONCE_PER(gwkeys, gk, charges++; assert(charges <= 1));  /* boundary: api/orders_payments/POST /charges#1; INVARIANT one charge */
 #ifndef NO_IDEMPOTENCY_KEY
-    if                    /* its answer is lost (a 502, a timeout): the api gives the key and the charge back */
-    :: faults < MAXFAULT -> faults++; goto gone /* a lost answer only: OrderChargeRelease, IdempotencyKeyRelease */
-    :: true
-    fi
+    FAULT(goto gone)      /* its answer is lost (a 502, a timeout); a lost answer only: OrderChargeRelease, IdempotencyKeyRelease */
 #endif
   };
 #ifndef NO_IDEMPOTENCY_KEY
@@ -138,13 +119,7 @@ call:
 #endif
 answered:                 /* boundary: api/orders_payments/end#1: the answer next; the client may still time out before it reads it */
 gone:                     /* no answer: the client retries, same key or a new one, or gives up */
-  atomic {
-    r++; unknown = false; gk = 0;
-    if
-    :: r < MAXREQ -> if :: k = 1 :: k = 2 fi; goto request
-    :: true
-    fi
-  }
+  atomic { r++; unknown = false; gk = 0; MAYBE(r < MAXREQ -> if :: k = 1 :: k = 2 fi; goto request) }
 }
 
 /* ===== the gateway's payment.succeeded: at least once, maybe late ======== */
@@ -155,12 +130,11 @@ end:
   charges > 0;            /* it sends nothing before it has charged */
 deliver:
   atomic {                /* boundary: api/webhooks_payments/OrderGet#1, BEGIN#1, WebhookInboxInsert#1 */
-    /* the api may die before the COMMIT: nothing is written, no 2xx, and the
-     * gateway sends it again, which is the next delivery: no state of its own */
+    /* no CRASH: the api dying before the COMMIT writes nothing, and the gateway's next delivery is its retry */
 #ifdef NO_WEBHOOK_INBOX
     fresh = true;
 #else
-    fresh = !(whinbox & (1 << ev)); whinbox = whinbox | (1 << ev);
+    fresh = !HAS(whinbox, ev); ADD(whinbox, ev);  /* a new event id? */
 #endif
     if
     :: fresh -> charge = CHARGED;  /* boundary: api/webhooks_payments/OrderChargeRecordFromEvent#1 */
@@ -187,10 +161,8 @@ end:
     if :: ob[OP1] > 0 -> m = OP1 :: ob[OP2] > 0 -> m = OP2 :: ob[OC] > 0 -> m = OC fi;
     bq[m]++; ever[m] = true   /* boundary: worker/relay_order_paid/INSERT#1, worker/relay_order_confirmed/INSERT#1 (the publish: watermill's INSERT into the postgres broker's table) */
   };
-  atomic {
-    CRASH(end);           /* killed before its position moves: the row is published again */
-    ob[m]--; m = 0        /* boundary: worker/relay_order_paid/end#1, worker/relay_order_confirmed/end#1 (the relay's position) */
-  };
+  /* boundary: worker/relay_order_paid/end#1, worker/relay_order_confirmed/end#1 (the relay's position) */
+  atomic { CRASH(end); ob[m]--; m = 0 };  /* killed before its position moves: the row is published again */
   goto end
 }
 
@@ -201,18 +173,14 @@ proctype OrderPaid() {
 end:
   atomic {                /* a delivery: not a crash matrix boundary, the work begins */
     if :: bq[OP1] > 0 -> m = OP1 :: bq[OP2] > 0 -> m = OP2 fi; bq[m]--;
-    if                    /* its lease runs out while it works: the broker hands the message to another */
-    :: faults < MAXFAULT -> faults++; bq[m]++
-    :: true
-    fi
+    FAULT(bq[m]++)        /* its lease runs out while it works: the broker hands the message to another */
   };
   atomic {                /* step 1, one transaction: markPaid (a crash inside it rolls it back) */
     CRASH(crashed);
-#if defined(NO_STATE_CHECK) && !defined(REFUND)
-    if                    /* the mistake's query, OrderMarkPaidUnconditional, in the place of OrderMarkPaid#1 */
-    :: true ->
-#else
     if                    /* boundary: worker/order_paid/BEGIN#1, OrderMarkPaid#1: UPDATE ... WHERE status = 'pending' */
+#if defined(NO_STATE_CHECK) && !defined(REFUND)
+    :: true ->            /* the mistake's query in its place: OrderMarkPaidUnconditional */
+#else
     :: !paid ->
 #endif
        paid = true; transitions++;             /* boundary: worker/order_paid/OrderTransitionInsert#1 */
@@ -234,29 +202,20 @@ end:
   atomic {                /* step 2, one transaction; boundary: worker/order_paid/BEGIN#2, OrderLockForCommission#1 */
     CRASH(crashed);       /* order_paid.after_mark_paid */
 #if defined(NO_LEDGER_KEY) && !defined(REFUND)
-    if                    /* ReleaseCommissionUnguarded: keyed by the delivery; boundary: worker/order_paid/LedgerEntryInsert#1 */
-    :: !(ledgerbymsg & (1 << m)) -> ledgerbymsg = ledgerbymsg | (1 << m); commissions++
-    :: else -> skip
-    fi;
+    if :: !HAS(ledgerbymsg, m) -> ADD(ledgerbymsg, m); commissions++ :: else -> skip fi;  /* ReleaseCommissionUnguarded: keyed by the delivery */
 #else
-    if                    /* ON CONFLICT (entry_key) DO NOTHING; boundary: worker/order_paid/LedgerEntryInsert#1 */
-    :: !ledgerrow -> ledgerrow = true; commissions++
-    :: else -> skip
-    fi;
+    ONCE(ledgerrow, commissions++);           /* boundary: worker/order_paid/LedgerEntryInsert#1 (entry_key) */
 #endif
     assert(commissions <= 1)   /* INVARIANT one commission */
   };                      /* boundary: worker/order_paid/COMMIT#2 */
-  atomic {                /* boundary: worker/order_paid/ExecutionInsert#1, end#1: the broker's ack next */
-    CRASH(crashed);       /* order_paid.before_ack */
-    m = 0; held = false; goto end
-  };
-crashed:                  /* killed: the broker delivers the message again */
-  atomic { bq[m]++; m = 0; held = false; goto end }
+  /* boundary: worker/order_paid/ExecutionInsert#1, end#1: the broker's ack next */
+  atomic { CRASH(crashed); m = 0; held = false; goto end };  /* order_paid.before_ack */
+crashed: atomic { bq[m]++; m = 0; held = false; goto end }  /* killed: the broker delivers the message again */
 }
 
 /* ===== the order_confirmed consumer: inbox, e-mail claim, provider key ==== */
 proctype Confirmed() {
-  bool unknown, found;
+  bool unknown;
   byte key, fresh = 1;
 end:
   atomic {                /* boundary: worker/order_confirmed/ConsumerInboxExists#1 */
@@ -279,7 +238,7 @@ end:
     if                    /* ask first; recovery only: the look-up, GET /notifications?order_id= */
     :: !unknown -> skip
     :: unknown && emails > 0 -> goto settle     /* it sent it: settle, send nothing */
-    :: unknown && emails > 0 && (npkeys & (1 << lastkey)) -> window = true  /* its search lags a recent send */
+    :: unknown && emails > 0 && HAS(npkeys, lastkey) -> window = true  /* its search lags a recent send */
     :: unknown && emails == 0 -> window = true
     fi
   };
@@ -292,36 +251,16 @@ end:
     key = 0;              /* MessageKey(the claim's first message): one key per e-mail */
 #endif
     window = false;
-    if
-    :: npkeys & (1 << key) -> skip             /* a key it remembers: no second e-mail */
-    :: else -> emails++; npkeys = npkeys | (1 << key); lastkey = key;
-       assert(emails <= 1)                     /* INVARIANT one e-mail */
-    fi;
+    ONCE_PER(npkeys, key, emails++; lastkey = key; assert(emails <= 1));  /* INVARIANT one e-mail */
     key = 0;
-    if                    /* the provider sent it and the answer is lost: the claim is given back, retried */
-    :: faults < MAXFAULT -> faults++; goto crashed  /* a lost answer only: NotificationClaimRelease */
-    :: true
-    fi
+    FAULT(goto crashed)   /* sent, its answer lost: the claim given back (a lost answer only: NotificationClaimRelease) */
   };
-settle:
 #if !defined(NO_NOTIFICATION_CLAIM) || defined(REFUND)
-  atomic {                /* boundary: worker/order_confirmed/NotificationLogInsert#1, NotificationClaimSettle#1 */
-    CRASH(crashed);
-    claim = CHARGED
-  };
+settle: atomic { CRASH(crashed); claim = CHARGED };  /* boundary: worker/order_confirmed/NotificationLogInsert#1, NotificationClaimSettle#1 */
 #endif
-record:
-  atomic {                /* boundary: worker/order_confirmed/ConsumerInboxInsert#1 */
-    CRASH(crashed);
-    inbox = true
-  };
-ack:
-  atomic {                /* boundary: worker/order_confirmed/ExecutionInsert#1, end#1: the broker's ack next */
-    CRASH(crashed);
-    unknown = false; goto end
-  };
-crashed:
-  atomic { window = false; bq[OC]++; unknown = false; goto end }
+record: atomic { CRASH(crashed); inbox = true };     /* boundary: worker/order_confirmed/ConsumerInboxInsert#1 */
+ack:    atomic { CRASH(crashed); unknown = false; goto end };  /* boundary: worker/order_confirmed/ExecutionInsert#1, end#1: the ack next */
+crashed: atomic { window = false; bq[OC]++; unknown = false; goto end }  /* killed, or its answer lost: delivered again */
 }
 
 /* ===== time: what a week later does, and an operator ==================== */
@@ -329,26 +268,20 @@ proctype Later() {
 end1:
   atomic {                /* a week passes: every memory that expires has expired */
     !window ->            /* (not between a look-up and its send: those are milliseconds apart) */
-    gwkeys = 0;           /* the gateway forgets its keys (about a day) */
-    npkeys = 0;           /* the provider forgets its keys */
+    gwkeys = 0; npkeys = 0;  /* the gateway and the provider forget their keys (about a day) */
     inbox = false         /* retention cleans the consumer inbox (7 days); claims are never cleaned */
   };
-end2:
-  if                      /* an operator replays an old message (orderpaid reprocess --message) */
-  :: ever[OC] -> bq[OC]++
-  :: ever[OP1] -> bq[OP1]++
-  fi
+end2:                     /* an operator replays an old message (orderpaid reprocess --message) */
+  if :: ever[OC] -> bq[OC]++ :: ever[OP1] -> bq[OP1]++ fi
 }
 
 #ifdef REFUND
 #include "refund.pml"   /* the refund's processes: Refund, Refunded */
 #endif
 
-init {
+init {                    /* -DREFUND: one order_paid worker, no week passing (the payment is checked whole without it) */
   atomic { run Client(); run Webhook(); run Relay(); run OrderPaid();
 #ifdef REFUND
-           /* the payment's part is checked whole without -DREFUND; here one
-            * order_paid worker and no week passing keep the space small */
            run Confirmed(); run Refund(); run Refunded()
 #else
            run OrderPaid(); run Confirmed(); run Later()
@@ -357,7 +290,6 @@ init {
 }
 
 #ifdef LIVENESS
-/* INVARIANT no lost e-mail: once the order is paid, the e-mail is eventually sent
- * (checked with pan -a -f: weak fairness, every process that can move, moves). */
+/* INVARIANT no lost e-mail: once paid, the order is eventually e-mailed (pan -a -f: weak fairness, a process that can move, moves) */
 ltl emailed { [] (paid -> <> (emails > 0)) }
 #endif

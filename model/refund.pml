@@ -1,5 +1,5 @@
 /* refund.pml: the refund, included by orderpaid.pml in its -DREFUND build.
- * It uses orderpaid.pml's names (faults, CRASH, emails); read that file first. */
+ * It uses orderpaid.pml's names (CRASH, FAULT, ONCE, emails); read that file first. */
 
 /* ===== the refund (-DREFUND): asked once, made once, compensated once ===== */
 /* Once the payment has run its course (the e-mail sent), the customer asks
@@ -27,7 +27,7 @@ inline markRefunded() {
 #ifdef NO_LEDGER_KEY
   reversals++;         /* ReverseCommissionUnguarded: keyed by the delivery */
 #else
-  if :: !reversalrow -> reversalrow = true; reversals++ :: else -> skip fi;  /* boundary: worker/refund_requested/LedgerReversalInsert#1 */
+  ONCE(reversalrow, reversals++);  /* boundary: worker/refund_requested/LedgerReversalInsert#1 */
 #endif
   assert(reversals <= 1)                                     /* INVARIANT one reversal */
 }
@@ -39,35 +39,31 @@ end_wait:
 ask:
   atomic {                /* boundary: api/orders_refunds/BEGIN#1, OrderGetForUpdate#1, RefundRequestGet#1, RefundRequestInsert#1, outbox_write refund_requested#1, INSERT#1, COMMIT#1 */
     CRASH(again);         /* the api dies before the COMMIT: nothing written, the customer asks again */
-    if :: !refundrow -> refundrow = true; rq++ :: else -> skip fi;   /* one intent per order, however often asked */
+    ONCE(refundrow, rq++);  /* one intent per order, however often asked */
     asks++
   };
-  atomic {                /* the relay may publish it twice; boundary: worker/relay_refund_requested/INSERT#1, end#1 */
-    if :: faults < MAXFAULT -> faults++; rq++ :: true fi
-  };
+  atomic { FAULT(rq++) }; /* the relay may publish it twice; boundary: worker/relay_refund_requested/INSERT#1, end#1 */
 request:
   atomic {                /* a delivery of refund_requested; boundary: worker/refund_requested/OrderGet#1, OrderChargeID#1, GET /refunds#1, POST /refunds#1 */
     rq > 0 -> rq--;
     CRASH(redeliver);
-    if :: rgwkey -> skip  /* the key from the order: the gateway's stored answer */
-    :: else -> refunds++; rgwkey = true; assert(refunds <= 1)   /* INVARIANT one refund */
-    fi
+    if :: rgwkey -> skip :: else -> refunds++; rgwkey = true; assert(refunds <= 1) fi  /* the key from the order; INVARIANT one refund */
   };
   atomic {                /* boundary: worker/refund_requested/GatewayRefundCallInsert#1, BEGIN#1, COMMIT#1 */
     CRASH(redeliver);     /* consumer.after_gateway_refund */
     markRefunded();
     rc++                  /* the notice's message, same transaction; boundary: worker/refund_requested/outbox_write refund_confirmed#1 */
   };
-  atomic {                /* boundary: worker/refund_requested/ExecutionInsert#1, end#1: the ack next */
-    CRASH(redeliver)      /* redelivered: the gateway's key answers, the state check and the ledger key too, the notice is enqueued again (same message id) */
-  };
+  /* boundary: worker/refund_requested/ExecutionInsert#1, end#1: the ack next; redelivered, the gateway's key
+   * answers, the state check and the ledger key too, and the notice is enqueued again (same message id) */
+  atomic { CRASH(redeliver) };
 end_notice:
   atomic {                /* the notice, each copy; boundary: worker/relay_refund_confirmed/INSERT#1, worker/refund_confirmed/ConsumerInboxExists#1, NotificationClaimInsert#1, POST /notifications#1 */
     rc > 0 -> rc--;
 #ifdef NO_NOTIFICATION_CLAIM
     notices++;
 #else
-    if :: !nclaim -> nclaim = true; notices++ :: else -> skip fi;
+    ONCE(nclaim, notices++);
 #endif
     assert(notices <= 1); /* INVARIANT one refund notice */
     goto end_notice
