@@ -76,19 +76,9 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 	}
 	ctx = run.ForOrder(ctx, orderID)
 
-	_, err = run.Step(ctx, n.delivered, effect.Inbox, func(ctx context.Context) (effect.Outcome, error) {
-		seen, err := c.guards.InboxSeen(ctx, c.q, n.handler, msg.UUID)
-		if err != nil || seen {
-			return effect.AlreadyApplied, err
-		}
-		if err := c.sendNotice(ctx, run, msg.UUID, orderID, n); err != nil {
-			return "", err
-		}
-		if err := c.faults.Hit(FaultAfterProviderCall); err != nil {
-			return "", err
-		}
-		return inbox.Record(ctx, c.q, n.handler, msg.UUID, orderID)
-	})
+	ictx, step := run.Begin(ctx, n.delivered, effect.Inbox)
+	delivered, err := c.deliverOnce(ictx, run, msg.UUID, orderID, n)
+	err = step.Answer(delivered, err)
 	if errors.Is(err, notify.ErrRejected) {
 		return c.record(ctx, run, permanent(err))
 	}
@@ -97,23 +87,37 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 	return err
 }
 
+// deliverOnce is the inbox's step of deliverNotice: a message the inbox has
+// seen is already applied; otherwise the notice is sent (sendNotice) and the
+// message recorded in the inbox after the provider's call.
+func (c *Consumers) deliverOnce(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) (effect.Outcome, error) {
+	seen, err := c.guards.InboxSeen(ctx, c.q, n.handler, messageID)
+	if err != nil || seen {
+		return effect.AlreadyApplied, err
+	}
+	if err := c.sendNotice(ctx, run, messageID, orderID, n); err != nil {
+		return "", err
+	}
+	if err := c.faults.Hit(FaultAfterProviderCall); err != nil {
+		return "", err
+	}
+	return inbox.Record(ctx, c.q, n.handler, messageID, orderID)
+}
+
 // sendNotice sends notice n about the order once per order (sendClaimed,
 // under the e-mail's claim and the provider's key) and logs the provider's
 // answer before the claim is settled: a crash between the two leaves the
 // claim to be taken over, and the provider is asked again, so the log never
 // misses an e-mail the claim says was sent. The guarded step n.sent.
 func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) error {
-	_, err := run.Step(ctx, n.sent, effect.NotificationClaim, func(ctx context.Context) (effect.Outcome, error) {
-		sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template, func(sent notify.Sent) error {
-			return c.logAnswer(ctx, messageID, orderID, n.template, sent)
-		})
-		switch {
-		case err != nil || !called || sent.Replayed:
-			return effect.AlreadyApplied, err
-		}
-		return effect.Applied, nil
+	ctx, step := run.Begin(ctx, n.sent, effect.NotificationClaim)
+	sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template, func(sent notify.Sent) error {
+		return c.logAnswer(ctx, messageID, orderID, n.template, sent)
 	})
-	return err
+	if err != nil || !called || sent.Replayed {
+		return step.Answer(effect.AlreadyApplied, err)
+	}
+	return step.Answer(effect.Applied, nil)
 }
 
 // logAnswer writes the provider's answer about the order's e-mail of

@@ -113,10 +113,8 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run,
 	if err != nil {
 		return err
 	}
-	_, err = run.Step(ctx, effect.ConfirmationEnqueued, effect.Outbox, func(ctx context.Context) (effect.Outcome, error) {
-		return effect.Applied, c.guards.Enqueue(ctx, tx, messages.TopicOrderConfirmed, confirmation)
-	})
-	return err
+	ctx, step := run.Begin(ctx, effect.ConfirmationEnqueued, effect.Outbox)
+	return step.Answer(effect.Applied, c.guards.Enqueue(ctx, tx, messages.TopicOrderConfirmed, confirmation))
 }
 
 // releaseCommissionIfPaid is step 2, one transaction: under the order's row

@@ -30,9 +30,10 @@ const (
 //   - charged: alreadyPaid, stored under this key;
 //   - charging with a live lock: *InFlightError, nothing stored;
 //   - charging with an expired lock, or released by orderpaid reconcile:
-//     takeOver, the same attempt and ChargeKey; its outcome is unknown, so
-//     the gateway is asked what it did for the order first (askFirst);
-//   - refused: nextAttempt, under a new gateway key.
+//     taken over (takeOver), the same attempt and ChargeKey; its outcome is
+//     unknown, so the gateway is asked what it did for the order first
+//     (askFirst);
+//   - refused: the next attempt (takeOver), under a new gateway key.
 //
 // Whether a lock is live is the database's answer (held), on the clock the
 // lock was written with: the key's and the charge's locks, claimed in one
@@ -57,51 +58,39 @@ func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claime
 	if err != nil {
 		return fmt.Errorf("read the charge of order %s: %w", c.order.ID, err)
 	}
+	p := queries.OrderChargeTakeOverParams{
+		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
+	}
 	switch {
 	case ch.State == chargeCharged:
 		return s.alreadyPaid(ctx, q, c)
 	case ch.State == chargeRefused:
-		return s.nextAttempt(ctx, q, c, ch)
+		won, err := q.OrderChargeRetry(ctx, queries.OrderChargeRetryParams(p))
+		return s.takeOver(c, ch.Attempt+1, won, err)
 	case ch.Held:
 		return orderInFlight(time.Duration(ch.LockLeftMs) * time.Millisecond)
-	default:
-		return s.takeOver(ctx, q, c, ch)
 	}
-}
-
-// takeOver claims a charge whose outcome is unknown, keeping its attempt.
-func (s *Service) takeOver(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderChargeGetRow) error {
-	won, err := q.OrderChargeTakeOver(ctx, queries.OrderChargeTakeOverParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
-	})
-	if err != nil {
-		return fmt.Errorf("take over the charge of order %s: %w", c.order.ID, err)
-	}
-	if won == 0 {
-		return orderInFlight(s.cfg.LockTimeout)
-	}
-	c.holdAttempt(ch.Attempt)
 	c.unknown = true
-	return nil
+	won, err := q.OrderChargeTakeOver(ctx, p)
+	return s.takeOver(c, ch.Attempt, won, err)
 }
 
-// nextAttempt claims the attempt after a refused one.
-func (s *Service) nextAttempt(ctx context.Context, q *queries.Queries, c *claimed, ch queries.OrderChargeGetRow) error {
-	won, err := q.OrderChargeRetry(ctx, queries.OrderChargeRetryParams{
-		OrderID: c.order.ID, Attempt: ch.Attempt, HolderScope: c.scope, HolderKey: c.key, LeaseMs: s.cfg.leaseMs(),
-	})
+// takeOver makes attempt of the order's charge this request's when the
+// conditional UPDATE that claimed it won (changed a row): the gateway gets
+// the order's key for it (ChargeKey). Exactly one concurrent caller wins;
+// the others are told the order is in flight.
+func (s *Service) takeOver(c *claimed, attempt int32, won int64, err error) error {
 	if err != nil {
-		return fmt.Errorf("start attempt %d of the charge of order %s: %w", ch.Attempt+1, c.order.ID, err)
+		return fmt.Errorf("claim attempt %d of the charge of order %s: %w", attempt, c.order.ID, err)
 	}
 	if won == 0 {
 		return orderInFlight(s.cfg.LockTimeout)
 	}
-	c.holdAttempt(ch.Attempt + 1)
+	c.holdAttempt(attempt)
 	return nil
 }
 
-// holdAttempt makes attempt of the order's charge this request's: the
-// gateway gets the order's key for it (ChargeKey).
+// holdAttempt makes attempt of the order's charge this request's.
 func (c *claimed) holdAttempt(attempt int32) {
 	c.attempt, c.gatewayKey = attempt, ChargeKey(c.order.ID, attempt)
 }

@@ -1,9 +1,12 @@
 package payment
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
+	"github.com/orderpaid/orderpaid/internal/platform/strictjson"
 )
 
 // DefaultLockTimeout is Config.LockTimeout's default: the lease of a key and
@@ -116,6 +120,87 @@ type Request struct {
 	OrderID uuid.UUID
 	Key     string // the Idempotency-Key header
 	Body    []byte // the raw request body; may be empty
+}
+
+// MaxKeyLength is the longest Idempotency-Key accepted, as at Stripe.
+const MaxKeyLength = 255
+
+// CheckKey refuses a key that cannot be stored or passed on: empty, too
+// long, or with characters outside printable ASCII (a NUL byte, for one,
+// cannot be stored in PostgreSQL text).
+func CheckKey(key string) error {
+	if key == "" {
+		return ErrKeyMissing
+	}
+	if len(key) > MaxKeyLength {
+		return fmt.Errorf("%w: longer than %d characters", ErrKeyMissing, MaxKeyLength)
+	}
+	for i := range len(key) {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("%w: byte %d is not printable ASCII", ErrKeyMissing, i)
+		}
+	}
+	return nil
+}
+
+// DefaultPaymentMethod is the payment method of a request whose body is
+// empty or leaves it out.
+const DefaultPaymentMethod = "pm_card"
+
+// maxPaymentMethodLength bounds payment_method.
+const maxPaymentMethodLength = 64
+
+// Body is the decoded body of POST /orders/{id}/payments. The amount and the
+// currency are not in it: they come from the order, so a client cannot pay a
+// different amount than the order's.
+type Body struct {
+	// PaymentMethod names the card or wallet to charge, such as "pm_card".
+	// It is part of the request's fingerprint: paying with another card is
+	// another request and needs another key. (The fake gateway has a single
+	// payment method, so it is not sent on.)
+	PaymentMethod string `json:"payment_method"`
+}
+
+// DecodeBody decodes a request body strictly: it must be empty (every field
+// takes its default) or one JSON object with only known fields of the right
+// type and nothing after it. Field names are matched exactly. Every error
+// wraps ErrInvalidBody and names the field at fault.
+//
+// Strictness matters to idempotency: a misspelt field that was silently
+// ignored would make two different intents share one fingerprint.
+func DecodeBody(b []byte) (Body, error) {
+	pm := DefaultPaymentMethod
+	in := struct {
+		PaymentMethod *string `json:"payment_method"` // null sets it to nil
+	}{&pm}
+	if len(bytes.Trim(b, " \t\r\n")) == 0 {
+		return Body{PaymentMethod: pm}, nil
+	}
+	// Names exactly as spelt, each once, valid UTF-8 and no NUL: a second
+	// "payment_method" must not quietly win over the first.
+	if err := strictjson.Decode(b, &in); err != nil {
+		return Body{}, invalidBody("%v", err)
+	}
+	if in.PaymentMethod == nil {
+		return Body{}, invalidBody("payment_method: must be a string, got null")
+	}
+	if len(pm) > maxPaymentMethodLength || !paymentMethod.MatchString(pm) {
+		return Body{}, invalidBody("payment_method: must be pm_ followed by letters, digits or underscores, at most %d characters, got %q",
+			maxPaymentMethodLength, pm)
+	}
+	return Body{PaymentMethod: pm}, nil
+}
+
+// paymentMethod is the shape of payment_method, such as "pm_card": pm_ then
+// ASCII letters, digits or underscores.
+var paymentMethod = regexp.MustCompile(`^pm_\w+$`)
+
+// canonical is the body re-encoded from its decoded form: two requests that
+// differ only in whitespace, field order or a spelt-out default encode the
+// same, so they share a fingerprint.
+func (b Body) canonical() []byte {
+	out, _ := json.Marshal(b) // a struct of one string always encodes
+	return out
 }
 
 // Response is what the HTTP layer writes back verbatim: a stored response is

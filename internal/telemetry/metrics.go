@@ -85,19 +85,11 @@ func (m *Metrics) Run(ctx context.Context, r *Run, runErr error) {
 	for _, res := range r.Results {
 		m.Effect(ctx, res.Effect, res.Technique, res.Outcome)
 	}
-	m.Execution(ctx, r.Handler, runErr)
-}
-
-// Execution counts one handler run.
-func (m *Metrics) Execution(ctx context.Context, handler string, runErr error) {
-	if m == nil {
-		return
-	}
 	result := "ok"
 	if runErr != nil {
 		result = "error"
 	}
-	m.executions.Add(ctx, 1, metric.WithAttributes(attrHandler.String(handler), attrResult.String(result)))
+	m.executions.Add(ctx, 1, metric.WithAttributes(attrHandler.String(r.Handler), attrResult.String(result)))
 }
 
 // RelayLag records how long a message waited between its outbox write and

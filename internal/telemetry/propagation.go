@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -48,13 +50,7 @@ func (c MetadataCarrier) Get(key string) string { return c[key] }
 func (c MetadataCarrier) Set(key, value string) { c[key] = value }
 
 // Keys lists the keys present.
-func (c MetadataCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
-}
+func (c MetadataCarrier) Keys() []string { return slices.Collect(maps.Keys(c)) }
 
 // InjectMessage writes the trace context of ctx (traceparent, tracestate)
 // into msg's metadata. With no valid span in ctx it writes nothing and leaves

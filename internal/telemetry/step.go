@@ -55,12 +55,6 @@ func StartStep(ctx context.Context, m *Metrics, effectName string, t effect.Tech
 	return ctx, &Step{ctx: ctx, span: span, metrics: m, effect: effectName, technique: t}
 }
 
-// Effect is the name of the effect the step applies.
-func (s *Step) Effect() string { return s.effect }
-
-// Technique is the guard protecting the step.
-func (s *Step) Technique() effect.Technique { return s.technique }
-
 // End records the guard's answer on the span and in the counters, and ends
 // the span.
 func (s *Step) End(o effect.Outcome) {
@@ -92,15 +86,19 @@ func (s *Step) Answer(o effect.Outcome, err error) error {
 // Fail ends the span with err, when the step stopped before its guard could
 // answer. It does nothing after End.
 func (s *Step) Fail(err error) {
-	if s.ended {
-		return
+	if !s.ended {
+		s.ended = true
+		EndSpan(s.span, err)
 	}
-	s.ended = true
+}
+
+// EndSpan ends span, failed with err unless err is nil.
+func EndSpan(span trace.Span, err error) {
 	if err != nil {
-		s.span.RecordError(err)
-		s.span.SetStatus(codes.Error, err.Error())
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
 	}
-	s.span.End()
+	span.End()
 }
 
 // Run is one handler run on one message: what it was given, and the answer

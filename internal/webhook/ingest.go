@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderpaid/orderpaid/internal/effect"
@@ -43,7 +42,7 @@ type Result struct {
 // Traced as a span "webhook ingest" under the request's span, started once
 // the event is parsed and its order known, so that it and everything under
 // it carry order.id; the request's span gets order.id too.
-func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (res Result, err error) {
+func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (Result, error) {
 	if err := Verify(in.secret, signature, body, in.now(), in.tolerance); err != nil {
 		in.metrics.SignatureFailure(ctx, signatureFailureReason(err))
 		return Result{}, err
@@ -57,14 +56,9 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 	}
 	ctx, span := telemetry.TracerFrom(ctx).Start(ctx, "webhook ingest", trace.WithAttributes(
 		attribute.String("webhook.event.id", ev.ID), attribute.String("webhook.event.type", ev.Type)))
-	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
-	}()
-	return in.Accept(ctx, ev)
+	res, err := in.Accept(ctx, ev)
+	telemetry.EndSpan(span, err)
+	return res, err
 }
 
 // Accept acts on an event the provider sent, once it is verified and
@@ -116,11 +110,8 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	})
 	if err != nil {
 		err = fmt.Errorf("accept event %s: %w", ev.ID, err)
-		step.Fail(err)
-		return "", err
 	}
-	step.End(outcome)
-	return outcome, nil
+	return outcome, step.Answer(outcome, err)
 }
 
 // RecordEvent records the event in the webhook inbox, keyed by the

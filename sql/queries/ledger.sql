@@ -63,10 +63,8 @@ FOR UPDATE OF o;
 
 -- name: OrderLockForCommissionBatch :many
 -- OrderLockForCommission for a set: the orders' row locks, in id order,
--- with each order's status. A refund (MarkRefunded) takes the same lock, so
--- it and the commission of the same order never interleave. Whether a
--- refund was asked is read after it, in its own statement
--- (RefundRequestOrdersBatch), as RefundRequestExists is.
+-- with each order's status; a refund asked is read after it
+-- (RefundRequestOrdersBatch).
 --
 -- Set forms (here each beside its per-message twin): the guard applied to a
 -- set of distinct keys in one statement, for a batch of messages in one

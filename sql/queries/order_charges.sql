@@ -75,6 +75,5 @@ WHERE order_id = sqlc.arg(order_id) AND attempt = sqlc.arg(attempt) AND state = 
   AND holder_scope = sqlc.arg(holder_scope) AND holder_key = sqlc.arg(holder_key);
 
 -- name: GatewayChargeCallInsert :exec
--- Records one answer of the gateway to a charge call.
 INSERT INTO gateway_charge_calls (order_id, gateway_key, status, charge_id, replayed)
 VALUES ($1, $2, $3, $4, $5);

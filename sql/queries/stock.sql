@@ -95,5 +95,4 @@ ORDER BY s.sku
 FOR NO KEY UPDATE OF s;
 
 -- name: StockReservedEver :one
--- Whether the order ever reserved anything (released or not).
 SELECT EXISTS (SELECT 1 FROM stock_reservations WHERE order_id = $1);

@@ -26,7 +26,6 @@ type GatewayChargeCallInsertParams struct {
 	Replayed   bool        `json:"replayed"`
 }
 
-// Records one answer of the gateway to a charge call.
 func (q *Queries) GatewayChargeCallInsert(ctx context.Context, arg GatewayChargeCallInsertParams) error {
 	_, err := q.db.Exec(ctx, gatewayChargeCallInsert,
 		arg.OrderID,

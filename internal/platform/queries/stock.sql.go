@@ -254,7 +254,6 @@ const stockReservedEver = `-- name: StockReservedEver :one
 SELECT EXISTS (SELECT 1 FROM stock_reservations WHERE order_id = $1)
 `
 
-// Whether the order ever reserved anything (released or not).
 func (q *Queries) StockReservedEver(ctx context.Context, orderID uuid.UUID) (bool, error) {
 	row := q.db.QueryRow(ctx, stockReservedEver, orderID)
 	var exists bool

@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -46,8 +47,16 @@ func (e *Error) Error() string {
 // and a body that is not one object, or has anything but whitespace after
 // it. Every error is an *Error.
 func Decode(body []byte, v any) error {
-	if err := check(body, deref(reflect.TypeOf(v))); err != nil {
+	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
+	w.dec.UseNumber()
+	if tok, err := w.dec.Token(); err != nil || tok != json.Delim('{') {
+		return &Error{Reason: "the body must be a JSON object"}
+	}
+	if err := w.object("", deref(reflect.TypeOf(v))); err != nil {
 		return err
+	}
+	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
+		return &Error{Reason: "unexpected data after the JSON object"}
 	}
 	// The body is now known to name only v's fields, exactly and once, so
 	// encoding/json's case-insensitive matching has nothing left to guess.
@@ -61,24 +70,9 @@ func Decode(body []byte, v any) error {
 	return nil
 }
 
-// check walks body token by token along t, the type it is decoded into.
-func check(body []byte, t reflect.Type) error {
-	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
-	w.dec.UseNumber()
-	if tok, err := w.dec.Token(); err != nil || tok != json.Delim('{') {
-		return &Error{Reason: "the body must be a JSON object"}
-	}
-	if err := w.object("", t); err != nil {
-		return err
-	}
-	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
-		return &Error{Reason: "unexpected data after the JSON object"}
-	}
-	return nil
-}
-
-// walker reads one body's tokens; body is there to look at each token's raw
-// bytes, which encoding/json has already cleaned up in the token itself.
+// walker reads one body's tokens, checking each against the type it is
+// decoded into; body is there to look at each token's raw bytes, which
+// encoding/json has already cleaned up in the token itself.
 type walker struct {
 	dec  *json.Decoder
 	body []byte
@@ -97,8 +91,7 @@ func (w *walker) token(path string, name bool) (json.Token, error) {
 	}
 	// Between tokens there are only separators and whitespace, so the raw
 	// span of a string token can be checked as it stands.
-	reason := checkString(w.body[start:w.dec.InputOffset()])
-	switch {
+	switch reason := checkString(w.body[start:w.dec.InputOffset()]); {
 	case reason == "":
 		return tok, nil
 	case !name:
@@ -117,13 +110,22 @@ func (w *walker) value(path string, t reflect.Type) error {
 		return err
 	}
 	t = deref(t)
-	switch tok {
-	case json.Delim('{'):
+	switch s, isString := tok.(string); {
+	case tok == json.Delim('{'):
 		return w.object(path, t)
-	case json.Delim('['):
-		return w.array(path, t)
-	}
-	if s, ok := tok.(string); ok && t != nil && reflect.PointerTo(t).Implements(textUnmarshaler) {
+	case tok == json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; w.dec.More(); i++ {
+			if err := w.value(fmt.Sprintf("%s[%d]", path, i), elem); err != nil {
+				return err
+			}
+		}
+		_, err := w.token(path, false) // ']'
+		return err
+	case isString && t != nil && reflect.PointerTo(t).Implements(textUnmarshaler):
 		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
 			return &Error{Field: path, Reason: fmt.Sprintf("has an invalid value (%v)", err)}
 		}
@@ -133,50 +135,32 @@ func (w *walker) value(path string, t reflect.Type) error {
 
 // object checks the members of an object whose '{' was just read.
 func (w *walker) object(path string, t reflect.Type) error {
-	fields := fieldsOf(t)
-	seen := map[string]bool{}
+	fields, seen := fieldsOf(t), map[string]bool{}
 	for w.dec.More() {
 		tok, err := w.token(path, true)
 		if err != nil {
 			return err
 		}
 		name, _ := tok.(string)
-		member := join(path, name)
-		if seen[name] {
-			return &Error{Field: member, Reason: "appears more than once; send it once"}
+		member := name
+		if path != "" {
+			member = path + "." + name
 		}
-		seen[name] = true
-		var elem reflect.Type
+		elem, known := fields[name]
 		switch {
-		case fields != nil:
-			ft, ok := fields[name]
-			if !ok {
-				return &Error{Field: member, Reason: "is unknown (names are matched exactly, case included)"}
-			}
-			elem = ft
-		case t != nil && t.Kind() == reflect.Map:
+		case seen[name]:
+			return &Error{Field: member, Reason: "appears more than once; send it once"}
+		case fields != nil && !known:
+			return &Error{Field: member, Reason: "is unknown (names are matched exactly, case included)"}
+		case fields == nil && t != nil && t.Kind() == reflect.Map:
 			elem = t.Elem()
 		}
+		seen[name] = true
 		if err := w.value(member, elem); err != nil {
 			return err
 		}
 	}
 	_, err := w.token(path, false) // '}'
-	return err
-}
-
-// array checks the elements of an array whose '[' was just read.
-func (w *walker) array(path string, t reflect.Type) error {
-	var elem reflect.Type
-	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		elem = t.Elem()
-	}
-	for i := 0; w.dec.More(); i++ {
-		if err := w.value(fmt.Sprintf("%s[%d]", path, i), elem); err != nil {
-			return err
-		}
-	}
-	_, err := w.token(path, false) // ']'
 	return err
 }
 
@@ -226,10 +210,10 @@ func hex4(raw []byte, i int) (rune, bool) {
 
 func syntaxError(err error) error {
 	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
+	switch {
+	case errors.As(err, &syntax):
 		return &Error{Reason: fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, syntax)}
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return &Error{Reason: "malformed JSON: the body ends before the object does"}
 	}
 	return &Error{Reason: "malformed JSON"}
@@ -249,17 +233,11 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
-		case name == "-":
-			continue
 		case f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct:
 			maps.Copy(fields, fieldsOf(deref(f.Type)))
-			continue
-		case !f.IsExported():
-			continue
-		case name == "":
-			name = f.Name
+		case name != "-" && f.IsExported():
+			fields[cmp.Or(name, f.Name)] = f.Type
 		}
-		fields[name] = f.Type
 	}
 	return fields
 }
@@ -271,32 +249,21 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
 // describe names the JSON a Go type takes, without naming the Go type.
 func describe(t reflect.Type) string {
-	t = deref(t)
-	switch {
-	case reflect.PointerTo(t).Implements(textUnmarshaler):
+	switch t = deref(t); {
+	case reflect.PointerTo(t).Implements(textUnmarshaler) || t.Kind() == reflect.String:
 		return "a string"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "an integer within range"
 	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
 		return "a number"
-	case t.Kind() == reflect.String:
-		return "a string"
 	case t.Kind() == reflect.Bool:
 		return "true or false"
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 		return "an array"
-	default:
-		return "an object"
 	}
+	return "an object"
 }
 
 // IsMediaType reports whether a Content-Type value declares JSON:
@@ -304,9 +271,6 @@ func describe(t reflect.Type) string {
 // charset other than UTF-8 (JSON is UTF-8).
 func IsMediaType(contentType string) bool {
 	mediaType, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mediaType != "application/json" {
-		return false
-	}
 	charset, ok := params["charset"]
-	return !ok || strings.EqualFold(charset, "utf-8")
+	return err == nil && mediaType == "application/json" && (!ok || strings.EqualFold(charset, "utf-8"))
 }
