@@ -37,12 +37,7 @@ func TestTranscripts(t *testing.T) {
 	}
 	root := filepath.Join("..", "..", "..")
 	blocks := consoleBlocks(t, root)
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/orderpaid", "./cmd/orderpaid-lab")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build orderpaid and orderpaid-lab: %v\n%s", err, out)
-	}
+	dir := buildBinaries(t, root)
 	bins := map[string]string{} // the name a page runs -> the binary built from this tree
 	for _, name := range []string{"orderpaid", "orderpaid-lab"} {
 		bins[name] = filepath.Join(dir, name)
