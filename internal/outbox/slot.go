@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -27,9 +29,20 @@ var ErrNotLogical = errors.New("OUTBOX_RELAY=logical needs wal_level = logical o
 // SlotName is the logical relay's replication slot of the database
 // database: slots belong to the server, not to a database, so the name
 // carries the database's (lower case, [a-z0-9_], at most 63 characters).
+// A database name that does not fit as it is (too long, or with other
+// characters) gets the first 8 hex digits of its SHA-256 at the end: two
+// databases whose names share their first 45 characters, or differ only in
+// case or punctuation, must never share a slot, or each relay would read,
+// confirm and drop the other's.
 func SlotName(database string) string {
-	name := "orderpaid_outbox_" + nonSlot.ReplaceAllString(strings.ToLower(database), "_")
-	return name[:min(len(name), 63)]
+	const prefix, max = "orderpaid_outbox_", 63
+	name := prefix + nonSlot.ReplaceAllString(strings.ToLower(database), "_")
+	if name == prefix+database && len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(database))
+	tag := "_" + hex.EncodeToString(sum[:4])
+	return name[:min(len(name), max-len(tag))] + tag
 }
 
 var nonSlot = regexp.MustCompile(`[^a-z0-9_]`)
