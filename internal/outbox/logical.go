@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -49,6 +51,7 @@ type LogicalRelay struct {
 	envelopes
 	pool   *pgxpool.Pool
 	faults *fault.Set
+	tracer trace.Tracer
 	// Wait is how long a relay that finds the slot held by another waits
 	// before it asks again, and the first wait after a lost connection
 	// (default 1s).
@@ -59,7 +62,12 @@ type LogicalRelay struct {
 // database and publishing to out, traced and measured as cfg says. Call
 // EnsureSlot first (the worker does, at start).
 func NewLogicalRelay(pool *pgxpool.Pool, out message.Publisher, logger *slog.Logger, cfg RelayConfig) *LogicalRelay {
-	return &LogicalRelay{envelopes: envelopes{out: newTracedPublisher(out, cfg), logger: logger}, pool: pool}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return &LogicalRelay{envelopes: envelopes{out: newTracedPublisher(out, cfg), logger: logger}, pool: pool,
+		tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox")}
 }
 
 // WithFaults arms the relay's fault point (FaultBeforeConfirm).
@@ -151,6 +159,12 @@ func (r *LogicalRelay) take(ctx context.Context, rd *reading, data []byte) error
 		if end == 0 {
 			return nil // inside a transaction
 		}
+		// A transaction's span, "relay wal", and its confirmation's, "slot
+		// confirm": the place a relay dies with the rows published and the
+		// slot not told is a boundary of the crash matrix
+		// (worker/relay_wal/slot confirm#1).
+		txCtx, tx := r.tracer.Start(ctx, "relay wal", trace.WithNewRoot())
+		defer tx.End()
 		if err := r.publish(rows); err != nil {
 			return err // not confirmed: read again from the slot
 		}
@@ -158,6 +172,8 @@ func (r *LogicalRelay) take(ctx context.Context, rd *reading, data []byte) error
 			return fmt.Errorf("confirm %s to slot %s: %w", end, rd.slot, err)
 		}
 		rd.confirmed = end
+		_, confirm := r.tracer.Start(txCtx, "slot confirm", trace.WithSpanKind(trace.SpanKindClient))
+		defer confirm.End()
 		return rd.confirm(ctx)
 	}
 	return nil

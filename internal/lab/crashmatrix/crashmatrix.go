@@ -47,7 +47,7 @@ var Flows = map[string][]string{
 	"payment":          {"api/orders_payments"},
 	"webhook":          {"api/webhooks_payments"},
 	"order_paid":       {"worker/order_paid", "worker/order_paid_batch"},
-	"relay":            {"worker/relay_order_paid", "worker/relay_order_confirmed"},
+	"relay":            {"worker/relay_order_paid", "worker/relay_order_confirmed", "worker/relay_wal"},
 	"order_confirmed":  {"worker/order_confirmed", "worker/order_confirmed_batch"},
 	"refund":           {"api/orders_refunds", "worker/refund_requested", "worker/refund_requested_batch"},
 	"refund_webhook":   {refundWebhook},

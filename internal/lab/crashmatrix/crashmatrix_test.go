@@ -58,18 +58,51 @@ func boundaries(t *testing.T) []string {
 
 // TestCrashMatrixHoldsOnPaymentAndOrderPaid is the matrix's subset in make
 // test: postgres, per message, the payment's and order_paid's boundaries,
-// one crash each, every guard on. Every cell must end with each effect once
-// (orderpaid-lab crashmatrix runs every flow; docs/crash-matrix.md).
+// one crash each, every guard on, with the providers of the published page
+// (keys forgotten, the webhook late, the event sent twice). Every cell must
+// end with each effect once, and say what the page's row says: the guards
+// that answered this crash (docs/crash-matrix.md, made with orderpaid-lab
+// crashmatrix --forget-keys --late-webhook --two-events --every-guard
+// --markdown). A change that makes another guard answer a crash fails here
+// until the page is made again.
 func TestCrashMatrixHoldsOnPaymentAndOrderPaid(t *testing.T) {
 	cells := crashmatrix.Cells(crashmatrix.Select(boundaries(t), "payment", "order_paid"))
 	if len(cells) < 40 {
 		t.Fatalf("%d cells for the payment and order_paid; the clean run met too few boundaries", len(cells))
 	}
-	for _, o := range crashmatrix.Run(context.Background(), config(t), cells, "", crashmatrix.Providers{}) {
+	page := pageVerdicts(t, "../../../docs/crash-matrix.md")
+	worlds := crashmatrix.Providers{Forget: true, LateWebhook: true, TwoEvents: true}
+	for _, o := range crashmatrix.Run(context.Background(), config(t), cells, "", worlds) {
 		if !o.Held {
-			t.Errorf("%s: %s (replay: %s; logs: %s)", o.Cell, strings.Join(o.Damage, ", "), crashmatrix.ReplayCommand(o), o.LogDir)
+			t.Errorf("%s: %s (replay: %s%s; logs: %s)", o.Cell, strings.Join(o.Damage, ", "), crashmatrix.ReplayCommand(o), worlds.Flags(), o.LogDir)
+			continue
+		}
+		if want, got := page[o.Cell.String()], crashmatrix.Verdict(o); got != want {
+			t.Errorf("%s: %q, and docs/crash-matrix.md says %q: make the page again from a run", o.Cell, got, want)
 		}
 	}
+}
+
+// pageVerdicts reads the cells of the page's first table that names each
+// boundary: "BOUNDARY:before" and ":after" -> what the cell says.
+func pageVerdicts(t *testing.T, page string) map[string]string {
+	t.Helper()
+	text, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(text), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 5 || !strings.HasPrefix(cells[1], "`") {
+			continue
+		}
+		b := strings.Trim(cells[1], "`")
+		if _, seen := out[b+":before"]; !seen {
+			out[b+":before"], out[b+":after"] = cells[2], cells[3]
+		}
+	}
+	return out
 }
 
 // TestCrashMatrixFindsTheBlindCharge: the charge whose answer was lost,
@@ -120,6 +153,23 @@ func TestCrashMatrixWithoutTheWebhookIsHeldByReconcile(t *testing.T) {
 // link must also still point at the line its boundary sits on.
 func TestCrashMatrixPageHasEveryBoundary(t *testing.T) {
 	all := crashmatrix.Select(boundaries(t))
+	// Batch mode's boundaries (a batch's own statements) and the relay
+	// from the WAL's are rows of the page too.
+	for _, env := range []map[string]string{{"CONSUMER_BATCH_SIZE": "10"}, {"OUTBOX_RELAY": "logical"}} {
+		more, err := crashmatrix.Discover(context.Background(), scenario.Config{Bin: bin, AdminURL: pgtest.AdminURL(), Broker: "postgres", Env: env})
+		if err != nil && env["OUTBOX_RELAY"] != "" && os.Getenv("CI") == "" && strings.Contains(err.Error(), "wal_level") {
+			t.Logf("the relay from the WAL's boundaries not checked: %v", err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("the clean run with %v: %v", env, err)
+		}
+		for _, b := range crashmatrix.Select(more) {
+			if !slices.Contains(all, b) {
+				all = append(all, b)
+			}
+		}
+	}
 	for page, up := range map[string]string{"../../../docs/crash-matrix.md": "../", "../../../docs/pt-BR/crash-matrix.md": "../../"} {
 		text, err := os.ReadFile(page)
 		if err != nil {
@@ -157,6 +207,7 @@ func TestLocateFindsTheLineABoundarySitsOn(t *testing.T) {
 		"api/orders_payments/POST /charges#1":              "internal/payment/gateway.go",
 		"worker/order_confirmed/POST /notifications#1":     "internal/notify/notify.go",
 		"worker/order_paid/outbox_write order_confirmed#1": "internal/outbox/outbox.go",
+		"worker/relay_wal/slot confirm#1":                  "internal/outbox/logical.go",
 		"worker/order_paid/COMMIT#1":                       "",
 		"worker/order_paid/end#1":                          "",
 	} {

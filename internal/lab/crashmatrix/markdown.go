@@ -105,6 +105,11 @@ func Locate(root, boundary string) (path string, line int) {
 	if span == "" || strings.ToUpper(span) == span || span == "end" {
 		return "", 0
 	}
+	if strings.Contains(span, " ") {
+		// A span of the service's own ("slot confirm"): the line that
+		// starts it.
+		return grepGo(root, func(l string) bool { return strings.Contains(l, `"`+span+`"`) && strings.Contains(l, "Start(") })
+	}
 	return grepFiles(root, "sql/queries", ".sql", func(l string) bool {
 		f := strings.Fields(strings.TrimPrefix(l, "-- name:"))
 		return strings.HasPrefix(l, "-- name:") && len(f) > 0 && f[0] == span
