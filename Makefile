@@ -21,6 +21,6 @@ generate:
 services:
 	bash scripts/services.sh
 
-## footprint: the files one order runs through (a coverage build, one order against an idle run of the same length)
+## footprint: the files one order runs through (a coverage build, one order, then a second more, against an idle run as long as the order)
 footprint:
 	bash scripts/footprint.sh

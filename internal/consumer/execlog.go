@@ -15,21 +15,18 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// newExecution starts the record of one run of handler on one message:
-// its guarded steps (run.Step) are traced, counted and kept for the
-// execution log, which record writes.
+// newExecution starts the record of one run of handler on one message,
+// whose guarded steps (run.Step) record writes to the execution log.
 func (c *Consumers) newExecution(handler, messageID string) *telemetry.Run {
 	return telemetry.NewRun(handler, messageID)
 }
 
-// record writes the run to the execution log, counts it, and returns
-// runErr unchanged. The log write uses a context that outlives a cancelled
-// delivery, so a run cut short by shutdown is still counted.
+// record counts the run and writes it to the execution log, even when the
+// delivery's context is cancelled, and returns runErr unchanged.
 func (c *Consumers) record(ctx context.Context, e *telemetry.Run, runErr error) error {
 	c.metrics.Run(ctx, e, runErr)
 	if c.logger != nil {
-		// The error itself is returned, and the router logs it: here only
-		// whether the run failed.
+		// The router logs the error itself: here only whether there was one.
 		c.logger.InfoContext(ctx, "execution", "handler", e.Handler, "message_id", e.MessageID,
 			"order_id", e.OrderID.UUID.String(), "outcomes", summary(e.Results), "failed", runErr != nil)
 	}
@@ -41,13 +38,7 @@ func (c *Consumers) record(ctx context.Context, e *telemetry.Run, runErr error) 
 	if runErr != nil {
 		errText = pgtype.Text{String: runErr.Error(), Valid: true}
 	}
-	row := queries.ExecutionInsertParams{
-		Handler:   e.Handler,
-		MessageID: e.MessageID,
-		OrderID:   e.OrderID,
-		Outcomes:  outcomes,
-		Error:     errText,
-	}
+	row := queries.ExecutionInsertParams{Handler: e.Handler, MessageID: e.MessageID, OrderID: e.OrderID, Outcomes: outcomes, Error: errText}
 	if c.execLog != nil { // a batch: written with the batch's (Batched)
 		c.execLog.add(row)
 		return runErr
@@ -58,16 +49,14 @@ func (c *Consumers) record(ctx context.Context, e *telemetry.Run, runErr error) 
 	return runErr
 }
 
-// recordBatched is record for a run of a batch, whose steps were begun
-// (Run.Begin) for statements of the whole batch: the steps it left open (it
-// failed in the middle of one) are closed with runErr first.
+// recordBatched is record for a run of a batch, first failing with runErr
+// the steps (Run.Begin) it left open.
 func (c *Consumers) recordBatched(ctx context.Context, e *telemetry.Run, runErr error) error {
 	e.Close(runErr)
 	return c.record(ctx, e, runErr)
 }
 
-// summary is the run's answers in one short string for the log line, e.g.
-// "paid=already_applied commission=already_applied".
+// summary is the run's answers for the log line: "paid=applied commission=applied".
 func summary(results []effect.Result) string {
 	parts := make([]string, len(results))
 	for i, r := range results {
@@ -88,18 +77,12 @@ func (b *execBuffer) add(row queries.ExecutionInsertParams) {
 	b.rows = append(b.rows, row)
 }
 
-// Batched wraps a batch handler (HandleOrderPaidBatch,
-// HandleOrderConfirmedBatch) so that the execution log of its whole batch
-// is written in one statement once it returns, instead of one statement
-// and one commit per run: in batch mode the log's commits were the largest
-// cost left per message. The log is written after the runs' effects, as
-// each run's is in the per-message path; what changes is that a crash
-// before the write loses the log lines of a whole batch, not of one run
-// (none of its messages is acked yet, so the batch comes again and its
-// runs are logged then; under CONSUMER_POSITION=with-effects the write is
-// in the batch's transaction and goes with it). When the write fails, every message of the batch answers that error (it
-// is transient): the batch is read again, and its guards answer
-// already_applied.
+// Batched wraps a batch handler so that its batch's execution log is one
+// statement once it returns, not a commit per run (in batch mode, the largest
+// cost left per message). A crash before it loses a batch's log lines, but
+// nothing is acked yet, so the batch comes again and is logged then. A failed
+// write is every message's (transient) error: the batch is read again and its
+// guards answer already_applied.
 func (c *Consumers) Batched(handle func(c *Consumers, msgs []*message.Message) []error) func(msgs []*message.Message) []error {
 	return func(msgs []*message.Message) []error {
 		cp := *c
@@ -117,9 +100,7 @@ func (c *Consumers) Batched(handle func(c *Consumers, msgs []*message.Message) [
 			p.Outcomes = append(p.Outcomes, string(r.Outcomes))
 			p.Errors = append(p.Errors, r.Error.String) // "" when none: stored as NULL
 		}
-		// On the batch's context, without its cancellation: a reader whose
-		// position commits with the effects has its transaction there, and
-		// the log commits with them (broker.BatchReader.WithEffects).
+		// The batch's context holds a with-effects reader's transaction.
 		if err := c.q.ExecutionInsertBatch(context.WithoutCancel(msgs[0].Context()), p); err != nil {
 			err = fmt.Errorf("write the execution log of a batch of %d: %w", len(msgs), err)
 			for i := range errs {

@@ -20,11 +20,9 @@ import (
 //   - otherwise the provider is called under the claim's key and the claim
 //     settled, or given back when the call settled nothing.
 //
-// called reports that the provider answered for this e-mail, a call or a
-// look-up: log writes its answer to the notification log before the claim
-// is settled. The batch handler runs
-// the three parts apart: the claims and their settling in one goroutine
-// (the database may be one transaction), the calls side by side.
+// called reports that the provider answered (a call or a look-up), which log
+// writes to the notification log before the claim is settled. The batch
+// handler runs the claims and settling in one goroutine, the calls side by side.
 func (c *Consumers) sendClaimed(ctx context.Context, messageID string, orderID uuid.UUID, template string, log func(notify.Sent) error) (notify.Sent, bool, error) {
 	cl, err := c.guards.ClaimNotice(ctx, c.q, orderID, template, notify.MessageKey(messageID))
 	if err != nil {
@@ -45,9 +43,8 @@ func alreadySent(cl notify.Claimed) notify.Sent {
 	return notify.Sent{ID: cl.NotificationID, Replayed: true, Key: cl.Key}
 }
 
-// callClaimed is the provider's part of sendClaimed, for a claim held: the
-// look-up first when the claim's outcome is unknown, then the call under
-// the claim's key. It uses no database.
+// callClaimed is sendClaimed's provider part, using no database: the look-up
+// first when the claim's outcome is unknown, then the call under its key.
 func (c *Consumers) callClaimed(ctx context.Context, cl notify.Claimed, orderID uuid.UUID, template string) (notify.Sent, error) {
 	if cl.Unknown {
 		found, ok, err := c.notifier.SentFor(ctx, orderID, template)
@@ -61,10 +58,8 @@ func (c *Consumers) callClaimed(ctx context.Context, cl notify.Claimed, orderID 
 	return c.notifier.Send(ctx, c.guards.ProviderKey(cl.Key), orderID, template)
 }
 
-// closeClaim settles the claim with the provider's answer, or gives it back
-// after callErr, and returns callErr with what closing it met. It runs even
-// when the delivery's context is done: once the claim is held, its settle
-// or release must happen.
+// closeClaim settles the claim, or gives it back after callErr, even when
+// the delivery's context is done, and returns callErr with what it met.
 func (c *Consumers) closeClaim(ctx context.Context, cl notify.Claimed, sent notify.Sent, callErr error) error {
 	ctx = context.WithoutCancel(ctx)
 	if callErr != nil {

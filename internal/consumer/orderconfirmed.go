@@ -16,16 +16,13 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// HandleOrderConfirmed sends the customer's confirmation through the
-// external notification provider, an effect that cannot be undone, under
-// two guards: the inbox, keyed by (consumer, message id), and the provider's
-// Idempotency-Key, the message id. The provider is called before the inbox
-// row is written: a crash between them repeats the call under the same key,
-// which the provider answers from its store; the opposite order would turn
-// that crash into an e-mail never sent. A refusal (notify.ErrRejected) goes
-// to the poison queue; a "not now" or no answer is retried, after the
-// provider's Retry-After, with the same key (docs/techniques/inbox.md,
-// docs/techniques/provider-key.md).
+// HandleOrderConfirmed sends the customer's confirmation, an effect that
+// cannot be undone, under the inbox, keyed by (consumer, message id), and the
+// provider's Idempotency-Key. The provider is called before the inbox row is
+// written: a crash between them repeats the call under the same key, answered
+// from the provider's store (the opposite order would lose the e-mail). A
+// refusal goes to the poison queue; a "not now" is retried, after its
+// Retry-After, with the same key (docs/techniques/inbox.md, provider-key.md).
 func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	return c.deliverNotice(msg, notice{
 		handler:   HandlerOrderConfirmed,
@@ -39,10 +36,8 @@ func (c *Consumers) HandleOrderConfirmed(msg *message.Message) error {
 	})
 }
 
-// HandleRefundConfirmed tells the customer their order was refunded, with
-// the guards of HandleOrderConfirmed: the inbox, then the provider's
-// Idempotency-Key (the message id, one per order). Its steps are
-// "refund_confirmation_delivered" (inbox) and "refund_notified" (provider).
+// HandleRefundConfirmed tells the customer their order was refunded, under
+// HandleOrderConfirmed's guards.
 func (c *Consumers) HandleRefundConfirmed(msg *message.Message) error {
 	return c.deliverNotice(msg, notice{
 		handler:   HandlerRefundConfirmed,
@@ -56,8 +51,7 @@ func (c *Consumers) HandleRefundConfirmed(msg *message.Message) error {
 	})
 }
 
-// notice is one kind of message to the customer: which handler delivers it,
-// with which template, under which effect names.
+// notice is one kind of message to the customer: handler, template, steps.
 type notice struct {
 	handler   string
 	template  string
@@ -87,9 +81,8 @@ func (c *Consumers) deliverNotice(msg *message.Message, n notice) error {
 	return err
 }
 
-// deliverOnce is the inbox's step of deliverNotice: a message the inbox has
-// seen is already applied; otherwise the notice is sent (sendNotice) and the
-// message recorded in the inbox after the provider's call.
+// deliverOnce is deliverNotice's inbox step: a message seen is already
+// applied; otherwise sendNotice, then the inbox's record.
 func (c *Consumers) deliverOnce(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) (effect.Outcome, error) {
 	seen, err := c.guards.InboxSeen(ctx, c.q, n.handler, messageID)
 	if err != nil || seen {
@@ -104,11 +97,9 @@ func (c *Consumers) deliverOnce(ctx context.Context, run *telemetry.Run, message
 	return inbox.Record(ctx, c.q, n.handler, messageID, orderID)
 }
 
-// sendNotice sends notice n about the order once per order (sendClaimed,
-// under the e-mail's claim and the provider's key) and logs the provider's
-// answer before the claim is settled: a crash between the two leaves the
-// claim to be taken over, and the provider is asked again, so the log never
-// misses an e-mail the claim says was sent. The guarded step n.sent.
+// sendNotice, the step n.sent, sends n once per order (sendClaimed) and logs
+// the provider's answer before the claim is settled: after a crash between
+// them the provider is asked again, so the log misses no e-mail sent.
 func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageID string, orderID uuid.UUID, n notice) error {
 	ctx, step := run.Begin(ctx, n.sent, effect.NotificationClaim)
 	sent, called, err := c.sendClaimed(ctx, messageID, orderID, n.template, func(sent notify.Sent) error {
@@ -120,8 +111,7 @@ func (c *Consumers) sendNotice(ctx context.Context, run *telemetry.Run, messageI
 	return step.Answer(effect.Applied, nil)
 }
 
-// logAnswer writes the provider's answer about the order's e-mail of
-// template to the notification log.
+// logAnswer writes the provider's answer to the notification log.
 func (c *Consumers) logAnswer(ctx context.Context, messageID string, orderID uuid.UUID, template string, sent notify.Sent) error {
 	if err := c.q.NotificationLogInsert(ctx, queries.NotificationLogInsertParams{
 		OrderID: orderID, MessageID: messageID, IdempotencyKey: sent.Key,

@@ -22,11 +22,10 @@ import (
 // HandleOrderPaid consumes order_paid in two steps, each in its own
 // transaction, each effect under its own guard:
 //
-//  1. markPaid: mark the order paid (the state check), take its items out
-//     of stock (the reservation rows) and write order_confirmed to the
-//     outbox, in one transaction;
+//  1. markPaid: mark the order paid (the state check), reserve its stock
+//     (the reservation rows) and write order_confirmed to the outbox;
 //  2. release the affiliate commission (the ledger key), only while the
-//     order is paid and no refund of it was asked (releaseCommissionIfPaid).
+//     order is paid and no refund was asked (releaseCommissionIfPaid).
 //
 // A failure between the steps is redelivered: step 1 answers already_applied
 // and step 2 completes the work. A refunded order applies nothing.
@@ -61,11 +60,9 @@ func (c *Consumers) HandleOrderPaid(msg *message.Message) error {
 }
 
 // markPaid is step 1 of HandleOrderPaid, one transaction: the state check,
-// then, for an order to fulfil, its stock and, from the delivery whose
-// state check applied, its confirmation: the confirmation exists exactly
-// when the transition happened. fulfil is false for a refunded order
-// (terminal), one being refunded, and one whose items are short
-// (compensated here: its one refund intent, with its refund_requested).
+// then, for an order to fulfil, its stock and, if the check applied, its
+// confirmation. fulfil is false for an order refunded, being refunded, or
+// short of items (compensated here: its refund intent and refund_requested).
 func (c *Consumers) markPaid(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) (o queries.Order, fulfil bool, err error) {
 	tx, err := postgres.Begin(ctx, c.pool)
 	if err != nil {
@@ -93,8 +90,7 @@ func (c *Consumers) markPaid(ctx context.Context, run *telemetry.Run, orderID uu
 	return o, true, c.enqueueConfirmation(ctx, run, tx, o.ID)
 }
 
-// fulfils reports whether order o, just marked paid or found paid, is to
-// be fulfilled: not refunded, and no refund of it asked.
+// fulfils reports whether paid order o is to be fulfilled: no refund asked.
 func fulfils(ctx context.Context, q *queries.Queries, o queries.Order) (bool, error) {
 	if o.Status == order.StatusRefunded {
 		return false, nil
@@ -118,8 +114,7 @@ func (c *Consumers) enqueueConfirmation(ctx context.Context, run *telemetry.Run,
 }
 
 // releaseCommissionIfPaid is step 2, one transaction: under the order's row
-// lock, which a refund takes too, it releases the commission only if the
-// order is still paid and no refund of it was asked (ledger.CommissionDue).
+// lock, shared with refunds, only while it is due (ledger.CommissionDue).
 func (c *Consumers) releaseCommissionIfPaid(ctx context.Context, o queries.Order, messageID string) (_ effect.Outcome, err error) {
 	tx, err := postgres.Begin(ctx, c.pool)
 	if err != nil {

@@ -17,22 +17,14 @@ import (
 
 // RouterConfig tunes retries and shutdown. Zero values take the defaults.
 type RouterConfig struct {
-	// MaxRetries is how often a transient failure is retried in-process
-	// before the message is handed back to the broker (default 5).
-	MaxRetries int
-	// RetryInitialInterval is the first backoff (default 100ms, doubling up to 2s).
-	RetryInitialInterval time.Duration
-	// CloseTimeout is how long in-flight handlers get to finish, and their
-	// messages to be acknowledged, at shutdown (default 10s); what does not
-	// finish is left for redelivery. See broker.NewDraining.
+	MaxRetries           int           // in-process retries of a transient failure before a nack (5)
+	RetryInitialInterval time.Duration // the first backoff (100ms, doubling up to 2s)
+	// CloseTimeout is how long in-flight handlers get to finish and be acked
+	// at shutdown (10s, broker.NewDraining); the rest is redelivered.
 	CloseTimeout time.Duration
-	// Outer middlewares wrap the whole policy, once per delivery (tracing).
-	Outer []message.HandlerMiddleware
-	// Inner middlewares run inside the retries, right around the handler.
-	Inner []message.HandlerMiddleware
-	// Skip lists topics the router does not subscribe: the worker reads
-	// them in batches instead (BatchLoop).
-	Skip []string
+	Outer        []message.HandlerMiddleware // once per delivery, around the policy (tracing)
+	Inner        []message.HandlerMiddleware // inside the retries, around the handler
+	Skip         []string                    // topics read in batches instead (BatchLoop)
 }
 
 // NewRouter subscribes every consumer of Subscriptions on b, behind the failure policy:
@@ -44,8 +36,7 @@ type RouterConfig struct {
 //   - any other failure is transient: retried with exponential backoff, then
 //     returned to the broker (nack), which redelivers it later.
 //
-// PoisonQueue is added first so it wraps Retry: a message is poisoned only
-// after Retry has given up on it or declined to retry it.
+// PoisonQueue wraps Retry: a message is poisoned only once Retry gives up.
 func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger watermill.LoggerAdapter, cfg RouterConfig) (*message.Router, error) {
 	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
 	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: closeTimeout}, logger)
@@ -80,8 +71,7 @@ func NewRouter(b *broker.Broker, c *Consumers, poisonQueue *poison.Store, logger
 		if err != nil {
 			return nil, err
 		}
-		// The drain gets most of the close timeout; the rest is for
-		// closing the subscription, which writes the acks.
+		// The drain gets 3/4 of the close timeout; closing, writing the acks, the rest.
 		r.AddConsumerHandler(s.Group, s.Topic, broker.NewDraining(sub, closeTimeout*3/4), func(msg *message.Message) error {
 			return s.Handle(c, msg)
 		})

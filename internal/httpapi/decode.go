@@ -29,9 +29,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// decodeStrict parses body into v with strictjson.Decode: member names
-// exactly as v's json tags and each once, valid UTF-8 and no NUL in strings,
-// nothing after the object. A refusal is a badRequest naming the field.
+// decodeStrict parses body into v with strictjson.Decode; a refusal is a
+// badRequest naming the field.
 func decodeStrict(body []byte, v any) error {
 	if err := strictjson.Decode(body, v); err != nil {
 		return badRequest{err.Error()}
@@ -39,8 +38,7 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-// readJSON reads a JSON request body of at most maxJSONBody bytes into v,
-// strictly (decodeStrict).
+// readJSON reads a JSON body of at most maxJSONBody bytes into v, strictly.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := readBody(w, r, maxJSONBody)
 	if err != nil {
@@ -55,20 +53,16 @@ const (
 	untypedReadAsJSON = true
 )
 
-// errUnsupportedMediaType: the request's body is declared as something other
-// than JSON.
+// errUnsupportedMediaType: the body is declared as something other than JSON.
 var errUnsupportedMediaType = errors.New(`send the body as JSON, with "Content-Type: application/json"`)
 
-// requireJSON refuses with 415 a request whose Content-Type is not
-// application/json (parameters such as charset=utf-8 are fine; a charset
-// other than UTF-8 is not, JSON is UTF-8). When untypedOK, a request without
-// Content-Type passes and its body is read as JSON.
+// requireJSON refuses with 415 a Content-Type other than application/json
+// (strictjson.IsMediaType); when untypedOK, none at all passes too.
 //
-// A browser sends text/plain, form types or no type at all (a Blob body)
-// cross-site without asking first (a CORS "simple request"); it must ask
-// (preflight) for application/json. So on a route that needs no other
-// header, such as POST /orders, insisting on application/json is what keeps
-// any web page from creating orders in a visitor's browser.
+// A browser sends text/plain, form types or no type cross-site without a
+// CORS preflight, but must ask first for application/json: on a route that
+// needs no other header, such as POST /orders, insisting on it keeps any web
+// page from creating orders in a visitor's browser.
 func (s *server) requireJSON(untypedOK bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

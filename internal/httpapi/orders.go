@@ -27,14 +27,12 @@ type orderCreateRequest struct {
 	Items       []order.Item `json:"items"`
 }
 
-// Bounds of an order's items (shared/CONTRACT.md).
+// Bounds of an order's items (shared/CONTRACT.md), and of its ids in characters.
 const (
 	maxItems    = 50
 	maxQuantity = 1000
+	maxIDLength = 200
 )
-
-// maxIDLength bounds customer_id and affiliate_id, in characters.
-const maxIDLength = 200
 
 func (req orderCreateRequest) validate() error {
 	if err := checkID("customer_id", req.CustomerID); err != nil {
@@ -80,12 +78,9 @@ func validateItems(items []order.Item) error {
 	return nil
 }
 
-// checkID refuses an id that is missing, too long, blank or holds control
-// or format characters: "  ", "c1\n" or "c1" with a zero-width space would
-// be stored as a customer nobody can name, and a right-to-left override
-// (U+202E) shows an id reversed wherever it is printed. Format characters
-// (Unicode category Cf) are invisible by design. (NUL and invalid UTF-8
-// never get here: strictjson refuses them.)
+// checkID refuses an id missing, too long, blank, or with control or format
+// (Unicode Cf, invisible) characters: "c1\n" or "c1" with a zero-width space
+// is a customer nobody can name, and U+202E prints an id reversed.
 func checkID(field, id string) error {
 	switch {
 	case id == "" || utf8.RuneCountInString(id) > maxIDLength:
@@ -94,21 +89,15 @@ func checkID(field, id string) error {
 		return badRequest{fmt.Sprintf("field %q must not be blank", field)}
 	case strings.ContainsFunc(id, unicode.IsControl):
 		return badRequest{fmt.Sprintf("field %q must not contain control characters", field)}
-	case strings.ContainsFunc(id, isFormat):
+	case strings.ContainsFunc(id, func(r rune) bool { return unicode.Is(unicode.Cf, r) }):
 		return badRequest{fmt.Sprintf("field %q must not contain invisible format characters (such as U+200B or U+202E)", field)}
 	}
 	return nil
 }
 
-// isFormat reports whether r is a format character (Unicode category Cf):
-// zero-width spaces and joiners, bidirectional overrides, the byte order mark.
-func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
-
-// validCurrency reports whether code is a current ISO 4217 code, exactly as
-// the standard spells it, from the list the currency package keeps (the ISO
-// 4217 list and CLDR). Withdrawn codes (HRK, VEF) are refused, and so are
-// XXX ("no currency") and XTS (reserved for testing): an order is paid in
-// money, and neither names any. A regexp cannot tell BRL from ZZZ.
+// validCurrency reports whether code is a current ISO 4217 code as spelt
+// there (the currency package's list): not withdrawn (HRK), not XXX or XTS,
+// which name no money. A regexp cannot tell BRL from ZZZ.
 func validCurrency(code string) bool {
 	return code != "" && currency.IsValid(code) // IsValid takes "" as valid
 }
@@ -150,8 +139,7 @@ func (s *server) handleOrderCreate(w http.ResponseWriter, r *http.Request) {
 	err := postgres.InTx(r.Context(), s.Pool, func(tx pgx.Tx) error {
 		var err error
 		o, err = order.Create(r.Context(), queries.New(tx), order.NewOrder{
-			CustomerID: req.CustomerID, AffiliateID: req.AffiliateID, AmountCents: req.AmountCents, Currency: req.Currency,
-			Items: req.Items,
+			CustomerID: req.CustomerID, AffiliateID: req.AffiliateID, AmountCents: req.AmountCents, Currency: req.Currency, Items: req.Items,
 		})
 		return err
 	})

@@ -26,9 +26,7 @@ func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	resp, err := s.Payments.Pay(r.Context(), payment.Request{
-		OrderID: id, Key: r.Header.Get("Idempotency-Key"), Body: body,
-	})
+	resp, err := s.Payments.Pay(r.Context(), payment.Request{OrderID: id, Key: r.Header.Get("Idempotency-Key"), Body: body})
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -40,11 +38,9 @@ func (s *server) handlePaymentCreate(w http.ResponseWriter, r *http.Request) {
 // says which: "applied" or "already_applied"), and for an ignored event type.
 // The signature is checked over the raw bytes, before any parsing.
 //
-// The Content-Type is not checked, unlike POST /orders. A provider sends
-// application/json anyway; what proves that the body is the provider's is
-// the signature, and the body is parsed as JSON (strictly) whatever the
-// header says. A 415 would only turn a delivery we can verify and read into
-// a 4xx, which a provider does not retry: a payment event lost for a header.
+// The Content-Type is not checked, unlike POST /orders: the signature proves
+// the body, parsed strictly as JSON anyway, and a 415, which a provider does
+// not retry, would lose a payment event for a header.
 func (s *server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, webhook.MaxBodyBytes)
 	if err != nil {

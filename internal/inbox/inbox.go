@@ -1,14 +1,9 @@
 // Package inbox is the consumer inbox: one row per (consumer, message id)
-// a consumer has handled, so that a redelivery of a message whose effect
-// cannot be undone (an e-mail sent through the provider) is acknowledged
-// without doing it again. The guard is the row and its primary key
-// (docs/techniques/inbox.md).
-//
-// The consumer looks the message up (Seen), does the work, and records the
-// message (Record) only after the work: a crash in between leaves no row,
-// and the redelivery does the work again, which the provider's own key
-// absorbs. The opposite order would turn that crash into an e-mail never
-// sent.
+// handled, so a redelivery of an effect that cannot be undone (an e-mail) is
+// acked without doing it again; the guard is the row's primary key
+// (docs/techniques/inbox.md). The consumer looks up (Seen), works, then
+// records (Record): a crash in between leaves no row, and the redelivery's
+// repeat is absorbed by the provider's own key.
 package inbox
 
 import (

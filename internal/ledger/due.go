@@ -12,16 +12,12 @@ import (
 
 // When the commission is due: the lock it shares with the refund.
 
-// CommissionDue takes the order's row lock and reports whether its
-// commission may be released: the order is still paid and no refund of it
-// was asked. The lock (OrderLockForCommission, sql/queries/ledger.sql) is
-// the one a refund takes too (MarkRefunded, the refund request), so the two
-// never interleave: a refund that came first leaves nothing to credit, a
-// commission that came first is there for the refund to reverse. Whether a
-// refund was asked is read after the lock, in a statement of its own
-// (RefundRequestExists): under READ COMMITTED it then sees a refund
-// committed while the lock was awaited. Call it in the transaction that
-// releases the commission.
+// CommissionDue takes the order's row lock, the one a refund takes too, and
+// reports whether the commission may be released: still paid, no refund
+// asked. A refund first leaves nothing to credit; a commission first is there
+// for the refund to reverse. The refund is read after the lock, in its own
+// statement, so READ COMMITTED sees one committed while the lock was awaited.
+// Call it in the transaction that releases the commission.
 func CommissionDue(ctx context.Context, q *queries.Queries, orderID uuid.UUID) (bool, error) {
 	status, err := q.OrderLockForCommission(ctx, orderID)
 	if err != nil {

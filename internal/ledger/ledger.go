@@ -13,11 +13,10 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// EntryTypeCommission is the ledger entry type of an affiliate commission.
-const EntryTypeCommission = "affiliate_commission"
-
-// CommissionBasisPoints is the commission rate: 1000 bp = 10% of the order.
-const CommissionBasisPoints = 1000
+const (
+	EntryTypeCommission   = "affiliate_commission" // the ledger entry type of an affiliate commission
+	CommissionBasisPoints = 1000                   // the commission rate: 1000 bp = 10% of the order
+)
 
 // EntryKey is the business key of a ledger entry: it names the business
 // intent ("the commission of order X"), not the delivery that asked for it.
@@ -34,10 +33,8 @@ func Commission(amountCents int64) int64 {
 //
 // Effect protected: the commission credit. Technique: a ledger row whose
 // UNIQUE entry_key is the business key (order id + entry type), inserted with
-// ON CONFLICT DO NOTHING. Whichever delivery, retry, backfill or concurrent
-// worker gets there first inserts the row; every other attempt affects zero
-// rows and reports AlreadyApplied. Under READ COMMITTED the conflict never
-// raises, even when two inserts race.
+// ON CONFLICT DO NOTHING: whoever gets there first inserts it, every other
+// attempt affects zero rows (AlreadyApplied), and a race never raises.
 //
 // The key must come from the intent. Keyed on the message id instead, two
 // different provider events for one payment would both credit (see
@@ -46,27 +43,20 @@ func ReleaseCommission(ctx context.Context, q *queries.Queries, o queries.Order,
 	return releaseCommissionKeyedBy(ctx, q, o, messageID, EntryKey(o.ID.String(), EntryTypeCommission))
 }
 
-// ReleaseCommissionUnguarded is the mistake ReleaseCommission prevents, kept
-// so the scenario "--without ledger-key" can show the damage: the same
-// insert, keyed by the delivery ("delivery:<message id>") instead of the
-// business intent. A redelivery of the same message still credits once; a
-// second provider event for the same payment, a backfill or an operator's
-// replay is a new message with a new key, and credits again.
+// ReleaseCommissionUnguarded is the mistake ReleaseCommission prevents: the
+// same insert keyed by the delivery (DeliveryKey). A redelivery still credits
+// once; a second provider event, a backfill or a replay credits again.
 func ReleaseCommissionUnguarded(ctx context.Context, q *queries.Queries, o queries.Order, messageID string) (effect.Outcome, error) {
 	return releaseCommissionKeyedBy(ctx, q, o, messageID, DeliveryKey(messageID))
 }
 
-// DeliveryKey is the mistake's entry key: the delivery's, "delivery:<message
-// id>", where EntryKey is the business intent's (ReleaseCommissionUnguarded).
+// DeliveryKey is the mistake's entry key, where EntryKey is the intent's.
 func DeliveryKey(messageID string) string { return "delivery:" + messageID }
 
 // releaseCommissionKeyedBy inserts the commission under key.
 //
-// An order without an affiliate earns no commission, and neither does one
-// whose commission rounds down to 0 cents (under 10 cents at 10%): both
-// answer NotApplicable and write no row. A 0-cent row would credit nothing
-// yet count as a commission released, in the audit and in every check that
-// wants one ledger row per paid order with an affiliate.
+// No affiliate, or a commission that rounds down to 0 cents: NotApplicable,
+// no row (a 0-cent row would count as a commission released, in the audit).
 func releaseCommissionKeyedBy(ctx context.Context, q *queries.Queries, o queries.Order, messageID, key string) (effect.Outcome, error) {
 	if !o.AffiliateID.Valid || Commission(o.AmountCents) == 0 {
 		return effect.NotApplicable, nil
@@ -98,12 +88,9 @@ type BatchCommission struct {
 	MessageID   string
 }
 
-// ReleaseCommissionBatch is ReleaseCommission for a set of commissions
-// under distinct keys, in one INSERT ... ON CONFLICT (entry_key) DO NOTHING
-// RETURNING entry_key (LedgerCommissionInsertBatch): a key it returns is
-// applied, every other key was credited before (already_applied). A
-// commission with no affiliate, or one that rounds to 0 cents, is
-// not_applicable and writes no row, as one by one.
+// ReleaseCommissionBatch is ReleaseCommission for distinct keys in one
+// INSERT ... ON CONFLICT (entry_key) DO NOTHING RETURNING entry_key: a key it
+// returns is applied, any other already_applied; not_applicable as one by one.
 func ReleaseCommissionBatch(ctx context.Context, q *queries.Queries, cs []BatchCommission) (map[string]effect.Outcome, error) {
 	outcomes := make(map[string]effect.Outcome, len(cs))
 	var p queries.LedgerCommissionInsertBatchParams

@@ -20,33 +20,24 @@ import (
 
 // Topics.
 const (
-	TopicOrderPaid      = "order_paid"
-	TopicOrderConfirmed = "order_confirmed"
-	// TopicOrderRefunded: the provider reports that an order's payment was
-	// given back (a payment.refunded webhook).
-	TopicOrderRefunded = "order_refunded"
-	// TopicRefundRequested: an order's money must be given back (the
-	// customer asked, or the order cannot be fulfilled).
-	TopicRefundRequested = "refund_requested"
-	// TopicRefundConfirmed: an order moved to refunded; the customer is told.
-	TopicRefundConfirmed = "refund_confirmed"
+	TopicOrderPaid       = "order_paid"
+	TopicOrderConfirmed  = "order_confirmed"
+	TopicOrderRefunded   = "order_refunded"   // the provider gave an order's payment back (a webhook)
+	TopicRefundRequested = "refund_requested" // an order's money must be given back
+	TopicRefundConfirmed = "refund_confirmed" // an order moved to refunded; the customer is told
 )
 
-// MetadataOrderID is the metadata key carrying the order id on every message,
-// so the audit, the traces and an operator can find an order's messages.
+// MetadataOrderID carries the order id on every message, for the audit, the
+// traces and an operator.
 const MetadataOrderID = "order_id"
 
-// MetadataReplayedBy marks a message an operator replayed (orderpaid
-// reprocess). The consumers treat it like any other delivery; the audit does
-// not count its outbox copy as the flow enqueuing the confirmation again.
+// MetadataReplayedBy marks an operator's replay (orderpaid reprocess): handled
+// like any delivery, but the audit does not count its outbox copy.
 const MetadataReplayedBy = "replayed_by"
 
-// MetadataOutboxWriteID is set by every outbox write to a fresh id. A relay
-// that publishes the same outbox row twice sends the same value; an operator
-// replay or a backfill, which writes the message again, sends a new one. The
-// NATS broker uses it as Nats-Msg-Id, so the server's duplicate window drops
-// the relay's repeats but never a deliberate replay of the same message id.
-// The broker defines it, since it reads it.
+// MetadataOutboxWriteID is a fresh id per outbox write, the same when the
+// relay publishes a row twice, new for a replay or a backfill: as NATS's
+// Nats-Msg-Id, the server drops the relay's repeats but never a replay.
 const MetadataOutboxWriteID = broker.MetadataOutboxWriteID
 
 // namespace roots the deterministic (UUIDv5) message ids of this service.

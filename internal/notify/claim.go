@@ -12,25 +12,18 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// ClaimLease is how long a claim is held before another delivery may take
-// it over as abandoned: longer than the provider client's timeout (10s,
-// NewClient), so a live holder is never taken over mid-call, and short, as
-// a worker killed mid-call holds its e-mail back that long.
+// ClaimLease is how long a claim is held before another delivery may take it
+// over: longer than the client's timeout (10s), short as a crash holds the e-mail back.
 const ClaimLease = 15 * time.Second
 
-// Claimed is what Claim decided for one delivery about the order's e-mail
-// of a template.
+// Claimed is what Claim decided for one delivery about an order's e-mail.
 type Claimed struct {
 	// Key is the provider's Idempotency-Key for every call of this claim:
-	// the key of the first delivery that claimed it, whatever message comes
-	// next.
-	Key string
-	// Sent: the provider sent it already (NotificationID); nothing to do.
-	Sent           bool
+	// the first claiming delivery's, whatever message comes next.
+	Key            string
+	Sent           bool // the provider sent it already (NotificationID): nothing to do
 	NotificationID string
-	// Unknown: an earlier holder may have called the provider and its
-	// outcome is unknown; ask the provider before sending (SentFor).
-	Unknown bool
+	Unknown        bool // an earlier holder's call may have happened: ask first (SentFor)
 
 	orderID  uuid.UUID
 	template string
@@ -43,12 +36,10 @@ type Claimed struct {
 //   - no claim yet: this delivery claims it, under key;
 //   - sent: Sent, nothing to do;
 //   - sending, locked: another delivery is calling now: *NotNowError, retry;
-//   - sending, lock expired (its holder crashed, or got no answer and gave
-//     it back): this delivery takes it over, Unknown.
+//   - sending, lock expired or given back: this delivery takes it over, Unknown.
 //
 // Effect protected: the e-mail, against every repetition the inbox and the
-// provider's key no longer remember (docs/techniques/ask-first.md). The row
-// is never cleaned, so its answer does not expire.
+// provider's key forgot (docs/techniques/ask-first.md); the row never expires.
 func Claim(ctx context.Context, q *queries.Queries, orderID uuid.UUID, template, key string) (Claimed, error) {
 	c := Claimed{Key: key, orderID: orderID, template: template, holder: uuid.NewString()}
 	lease := ClaimLease.Milliseconds()
@@ -91,15 +82,13 @@ func claimHeld(left time.Duration) *NotNowError {
 	return &NotNowError{Status: http.StatusConflict, RetryAfter: min(max(left, time.Second), MaxRetryAfter)}
 }
 
-// ClaimUnguarded is the mistake Claim prevents: no claim, every delivery
-// calls the provider, and only the inbox and the provider's key (memories
-// that expire) stand between a late replay and a second e-mail.
+// ClaimUnguarded is the mistake Claim prevents: no claim, and only memories
+// that expire (the inbox, the provider's key) stop a late replay's second e-mail.
 func ClaimUnguarded(_ context.Context, _ *queries.Queries, orderID uuid.UUID, template, key string) (Claimed, error) {
 	return Claimed{Key: key, orderID: orderID, template: template}, nil
 }
 
-// Settle records that the provider sent the claim's e-mail: nobody calls
-// again.
+// Settle records that the provider sent the e-mail: nobody calls again.
 func (c Claimed) Settle(ctx context.Context, q *queries.Queries, notificationID string) error {
 	if c.holder == "" {
 		return nil
@@ -113,9 +102,8 @@ func (c Claimed) Settle(ctx context.Context, q *queries.Queries, notificationID 
 	return nil
 }
 
-// Release gives the claim back after a call that settled nothing, so the
-// next delivery takes it over at once and asks the provider first. If it
-// fails, the claim stays locked until its lease ends: slower, never unsafe.
+// Release gives the claim back after a call that settled nothing, for the
+// next delivery to take over at once; if it fails, the lease ends it later.
 func (c Claimed) Release(ctx context.Context, q *queries.Queries) error {
 	if c.holder == "" {
 		return nil

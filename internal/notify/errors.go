@@ -9,41 +9,32 @@ import (
 	"time"
 )
 
-// ErrRejected means the provider refused the request for good: a 4xx other
-// than the four that mean "not now" (see NotNowError). Sending it again will
-// not help.
+// ErrRejected: the provider refused for good, a 4xx other than the four
+// that mean "not now" (NotNowError).
 var ErrRejected = errors.New("notification rejected by the provider")
 
 // ErrNoKey is SendOrderConfirmed's answer to an empty Idempotency-Key: the
 // call is not made, since a retry of it could send the e-mail twice.
 var ErrNoKey = errors.New("notification without an idempotency key: not sent")
 
-// MaxRetryAfter caps the Retry-After a provider asks for: a caller waits at
-// most this long before trying again, and a longer pause is left to the
+// MaxRetryAfter caps a provider's Retry-After; longer pauses are left to the
 // broker's redelivery.
 const MaxRetryAfter = 5 * time.Second
 
-// NotNowError is a provider answer that means "not now", not "no": nothing
-// was sent for this key yet, or it was and the provider cannot say so at
-// the moment, and the same request with the same key may succeed later. It
-// is 408 Request Timeout, 409 Conflict (a request with this key is still in
-// flight), 425 Too Early, 429 Too Many Requests and every 5xx. Treating one
-// as a refusal poisons the message and loses the e-mail until an operator
-// replays it.
+// NotNowError is a provider answer meaning "not now", not "no": the same
+// request and key may succeed later. It is 408, 409 (this key in flight), 425,
+// 429 and every 5xx; taken as a refusal, it would poison the message and lose
+// the e-mail until an operator replays it.
 type NotNowError struct {
-	// Status is the provider's HTTP status.
-	Status int
-	// RetryAfter is how long the provider asked the caller to wait (its
-	// Retry-After header, capped at MaxRetryAfter); 0 when it did not say.
-	RetryAfter time.Duration
+	Status     int           // the provider's HTTP status
+	RetryAfter time.Duration // its Retry-After, capped at MaxRetryAfter; 0 if unsaid
 }
 
 func (e *NotNowError) Error() string {
 	return fmt.Sprintf("notification provider answered %d, not now: retry after %s", e.Status, e.RetryAfter)
 }
 
-// notNow reports whether an HTTP error status means "not now" rather than
-// "no". The four 4xx are about the moment, not the request.
+// notNow reports whether an HTTP error status means "not now" rather than "no".
 func notNow(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
@@ -64,18 +55,15 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return min(max(d, 0), MaxRetryAfter)
 }
 
-// WaitRetryAfter waits as long as err's provider asked (a NotNowError's
-// RetryAfter), or until ctx ends, whichever comes first. It returns at once
-// for any other error.
+// WaitRetryAfter waits for a NotNowError's RetryAfter or until ctx ends; for
+// any other error it returns at once.
 func WaitRetryAfter(ctx context.Context, err error) {
 	var nn *NotNowError
 	if !errors.As(err, &nn) || nn.RetryAfter <= 0 {
 		return
 	}
-	t := time.NewTimer(nn.RetryAfter)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(nn.RetryAfter):
 	case <-ctx.Done():
 	}
 }

@@ -18,16 +18,14 @@ import (
 // Effect protected: "the order was marked paid", and everything that hangs
 // off that transition (the confirmation is written in the same transaction).
 // Technique: a state check, UPDATE ... WHERE id = $1 AND status = 'pending'.
-// Under READ COMMITTED a second, concurrent UPDATE blocks on the row lock,
-// then re-evaluates its WHERE clause against the committed row, finds
-// status = 'paid' and matches nothing; so exactly one transaction moves the
-// order, however many deliveries race. A SELECT followed by an UPDATE would
-// let both racers see 'pending' and both "transition".
+// Under READ COMMITTED a concurrent second UPDATE waits for the row lock,
+// re-evaluates its WHERE against the committed row and matches nothing: one
+// transaction moves the order, however many deliveries race. A SELECT then an
+// UPDATE would let both racers see 'pending' and both "transition".
 //
-// It returns Applied when this call moved the order, AlreadyApplied when the
-// order was already paid (refund_failed too: it was paid, and its money is
-// still with the merchant), NotApplicable when it was refunded
-// (MarkRefunded: terminal), and ErrNotFound when there is no such order.
+// It returns Applied when this call moved the order, AlreadyApplied when it
+// was paid (or refund_failed: the money is still with the merchant),
+// NotApplicable when refunded (terminal), ErrNotFound for no such order.
 func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messageID string) (effect.Outcome, queries.Order, error) {
 	o, err := q.OrderMarkPaid(ctx, orderID)
 	if err == nil {
@@ -41,9 +39,7 @@ func MarkPaid(ctx context.Context, q *queries.Queries, orderID uuid.UUID, messag
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", queries.Order{}, fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	// Nothing matched: the order is paid, refund_failed or refunded
-	// already, or there is no such order. A statement of its own: it sees what the one that
-	// moved it committed.
+	// Nothing matched. A statement of its own sees what moved the order.
 	o, err = q.OrderGet(ctx, orderID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -75,13 +71,10 @@ func MarkPaidUnguarded(ctx context.Context, q *queries.Queries, orderID uuid.UUI
 	return effect.Applied, o, nil
 }
 
-// MarkPaidBatch is MarkPaid for a set of distinct orders, in two
-// statements: the state check as one UPDATE ... WHERE id = ANY(ids) AND
-// status = 'pending' RETURNING id (OrderMarkPaidBatch), then the
-// transitions of the orders it moved, each under the message that moved it
-// (messageIDs[i] moves ids[i]), in one INSERT. It returns the orders it
-// moved: their state check applied; every other order was paid or refunded
-// before.
+// MarkPaidBatch is MarkPaid for distinct orders in two statements: the state
+// check as one UPDATE ... WHERE id = ANY(ids) AND status = 'pending', then one
+// INSERT of the transitions it made, messageIDs[i] moving ids[i]. It returns
+// the orders it moved.
 func MarkPaidBatch(ctx context.Context, q *queries.Queries, ids []uuid.UUID, messageIDs []string) (map[uuid.UUID]bool, error) {
 	moved, err := q.OrderMarkPaidBatch(ctx, ids)
 	if err != nil {

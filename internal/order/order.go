@@ -45,11 +45,8 @@ var ErrUnknownSKU = errors.New("unknown SKU")
 // neither (an unknown SKU is ErrUnknownSKU).
 func Create(ctx context.Context, q *queries.Queries, in NewOrder) (queries.Order, error) {
 	o, err := q.OrderCreate(ctx, queries.OrderCreateParams{
-		ID:          uuid.New(),
-		CustomerID:  in.CustomerID,
-		AffiliateID: pgtype.Text{String: in.AffiliateID, Valid: in.AffiliateID != ""},
-		AmountCents: in.AmountCents,
-		Currency:    in.Currency,
+		ID: uuid.New(), CustomerID: in.CustomerID, AffiliateID: pgtype.Text{String: in.AffiliateID, Valid: in.AffiliateID != ""},
+		AmountCents: in.AmountCents, Currency: in.Currency,
 	})
 	if err != nil {
 		return queries.Order{}, fmt.Errorf("create order: %w", err)

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -12,12 +13,11 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// tracedPublisher sits between the forwarder and the broker. For each
-// message it continues the trace the outbox write put in the metadata with a
-// PRODUCER span "relay <topic>", writes that span's context into the
-// metadata in its place (so the consumer's span is the relay's child), and
-// records the lag since the outbox write. A message the relay publishes
-// twice (at-least-once) shows as two relay spans under one outbox write.
+// tracedPublisher, between the forwarder and the broker, continues each
+// message's trace with a PRODUCER span "relay <topic>", whose context replaces
+// the outbox write's in the metadata (the consumer's span is its child), and
+// records the lag since the write. A message relayed twice shows as two
+// relay spans under one outbox write.
 type tracedPublisher struct {
 	next    message.Publisher
 	tracer  trace.Tracer
@@ -27,10 +27,7 @@ type tracedPublisher struct {
 
 // newTracedPublisher is out traced and measured as cfg says.
 func newTracedPublisher(out message.Publisher, cfg RelayConfig) tracedPublisher {
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
+	tp := cmp.Or[trace.TracerProvider](cfg.TracerProvider, noop.NewTracerProvider())
 	return tracedPublisher{next: out, tracer: tp.Tracer("github.com/orderpaid/orderpaid/internal/outbox"), system: cfg.System, metrics: cfg.Metrics}
 }
 
@@ -44,9 +41,7 @@ func (p tracedPublisher) Publish(topic string, msgs ...*message.Message) error {
 	return nil
 }
 
-// publishBatch relays msgs to topic in one call to the broker, one span per
-// message, whose context replaces the outbox write's in the message's
-// metadata and in its context.
+// publishBatch relays msgs to topic in one call, one span per message.
 func (p tracedPublisher) publishBatch(topic string, msgs []*message.Message) error {
 	spans := make([]trace.Span, len(msgs))
 	for i, m := range msgs {

@@ -21,25 +21,20 @@ const (
 )
 
 // claimCharge runs in phase 1, in the key's transaction, once this request
-// has won its key (a new key, or one recovered after a crash). It decides,
-// whatever the Idempotency-Key, whether this request may call the gateway
-// for the order; one order_charges row per order is its payment intent:
+// won its key. Whatever the key, it decides whether this request may call the
+// gateway; one order_charges row per order is its payment intent:
 //
 //   - the order is no longer pending: notPayable, whatever its row says;
 //   - no row yet: exactly one of any number of requests claims attempt 1;
 //   - charged: alreadyPaid, stored under this key;
 //   - charging with a live lock: *InFlightError, nothing stored;
-//   - charging with an expired lock, or released by orderpaid reconcile:
-//     taken over (takeOver), the same attempt and ChargeKey; its outcome is
-//     unknown, so the gateway is asked what it did for the order first
-//     (askFirst);
-//   - refused: the next attempt (takeOver), under a new gateway key.
+//   - charging with an expired lock, or released: taken over, the same
+//     attempt and ChargeKey, its outcome unknown, so askFirst asks first;
+//   - refused: the next attempt, under a new gateway key.
 //
-// Whether a lock is live is the database's answer (held), on the clock the
-// lock was written with: the key's and the charge's locks, claimed in one
-// transaction, run until the same now() + LockTimeout. Why the status comes
-// first, and how the conditional UPDATEs leave exactly one winner:
-// docs/techniques/idempotency-key.md.
+// Whether a lock is live is the database's answer (held), on its own clock.
+// Why the status comes first, and how the conditional UPDATEs leave one
+// winner: docs/techniques/idempotency-key.md.
 func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if c.order.Status != order.StatusPending {
 		return s.notPayable(ctx, q, c)
@@ -75,10 +70,8 @@ func (s *Service) claimCharge(ctx context.Context, q *queries.Queries, c *claime
 	return s.takeOver(c, ch.Attempt, won, err)
 }
 
-// takeOver makes attempt of the order's charge this request's when the
-// conditional UPDATE that claimed it won (changed a row): the gateway gets
-// the order's key for it (ChargeKey). Exactly one concurrent caller wins;
-// the others are told the order is in flight.
+// takeOver makes attempt this request's when its conditional UPDATE won (one
+// concurrent caller does); the others are told the order is in flight.
 func (s *Service) takeOver(c *claimed, attempt int32, won int64, err error) error {
 	if err != nil {
 		return fmt.Errorf("claim attempt %d of the charge of order %s: %w", attempt, c.order.ID, err)
@@ -95,9 +88,8 @@ func (c *claimed) holdAttempt(attempt int32) {
 	c.attempt, c.gatewayKey = attempt, ChargeKey(c.order.ID, attempt)
 }
 
-// notPayable answers a payment of an order that is no longer pending: a
-// refunded order is "refunded", any other is "already paid". Nothing goes to
-// the gateway.
+// notPayable answers for an order no longer pending: "refunded" or
+// "already paid"; nothing goes to the gateway.
 func (s *Service) notPayable(ctx context.Context, q *queries.Queries, c *claimed) error {
 	if c.order.Status == order.StatusRefunded {
 		return s.completeRefusal(ctx, q, c, "Order refunded",
@@ -106,15 +98,11 @@ func (s *Service) notPayable(ctx context.Context, q *queries.Queries, c *claimed
 	return s.alreadyPaid(ctx, q, c)
 }
 
-// alreadyPaid completes this request's key at once with a 409 problem "order
-// already paid", naming the order's one charge when the service knows it;
-// nothing goes to the gateway.
-//
-// Decision: a new key does not buy a second charge of a paid order. The
-// client may have lost the first key (a restarted app, a second browser tab)
-// and is retrying with a fresh one; charging again is the double charge this
-// package exists to prevent. The refusal is stored under the key like any
-// other answer, so retries of this key keep getting it.
+// alreadyPaid completes the key at once with a 409 "order already paid",
+// naming the order's charge when known. A new key does not buy a second
+// charge: a client that lost its key (a restarted app, a second tab) retries
+// with a fresh one, and charging again is the double charge this package
+// prevents. The refusal is stored under the key like any answer.
 func (s *Service) alreadyPaid(ctx context.Context, q *queries.Queries, c *claimed) error {
 	detail := fmt.Sprintf("order %s is already paid; it was not charged again", c.order.ID)
 	chargeID, err := q.OrderChargeID(ctx, c.order.ID)
@@ -127,8 +115,7 @@ func (s *Service) alreadyPaid(ctx context.Context, q *queries.Queries, c *claime
 	return s.completeRefusal(ctx, q, c, "Order already paid", detail)
 }
 
-// completeRefusal stores a 409 problem with title and detail as this
-// request's response, and makes it the answer.
+// completeRefusal stores a 409 problem as this request's answer.
 func (s *Service) completeRefusal(ctx context.Context, q *queries.Queries, c *claimed, title, detail string) error {
 	resp := Response{Status: http.StatusConflict, Body: problemBody(http.StatusConflict, title, detail)}
 	if _, err := q.IdempotencyKeyComplete(ctx, completeParams(c, resp)); err != nil {

@@ -32,13 +32,11 @@ type claimed struct {
 // claim is phase 1, one transaction: load the order, claim the key, then
 // claim the order's charge (charge.go).
 //
-// Effect protected: the request, against concurrent and repeated sends of
-// it. INSERT ... ON CONFLICT DO NOTHING on the primary key (scope, key) lets
-// exactly one of any number of concurrent first requests insert the row, with
-// its lock (until the database's now() + LockTimeout); the others wait for
-// that insert to commit, insert nothing, and read the row (resume). The
-// charge itself is protected per order, by claimCharge, whatever the key.
-// Nothing is written when the order does not exist or the request is refused.
+// Effect protected: the request, against concurrent and repeated sends.
+// INSERT ... ON CONFLICT DO NOTHING on (scope, key) lets exactly one first
+// request insert the row, with its lock; the others wait for its commit,
+// insert nothing, and read it (resume). The charge is protected per order by
+// claimCharge. Nothing is written for a missing order or a refusal.
 func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, error) {
 	var c claimed
 	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -69,12 +67,10 @@ func (s *Service) claim(ctx context.Context, req Request, body Body) (claimed, e
 	return c, nil
 }
 
-// fingerprint identifies the request a key was first used for: the SHA-256
-// of its method, path and canonical body (Body.canonical), so a retry that
-// only changes whitespace or field order still matches. Failure it prevents:
-// a client bug that reuses a key for another request (another order, another
-// card) silently getting the first one's stored "charged" although nothing
-// it asked for happened; it is refused with ErrKeyMismatch (422) instead.
+// fingerprint is the SHA-256 of the request's method, path and canonical
+// body, so a retry changing only whitespace still matches. Failure it
+// prevents: a key reused for another order or card silently getting the
+// first one's "charged"; it gets ErrKeyMismatch (422) instead.
 func fingerprint(orderID uuid.UUID, body Body) string {
 	h := sha256.New()
 	h.Write([]byte("POST /orders/" + orderID.String() + "/payments\n"))
@@ -90,15 +86,10 @@ func fingerprint(orderID uuid.UUID, body Body) string {
 //   - an expired lock (the holder crashed or gave the key back): recover it
 //     with a conditional UPDATE and carry on to the gateway.
 //
-// The lock check here is a fast path that also tells the client how long
-// the holder's lock has left (Retry-After); both are the database's answer
-// (held, lock_left_ms), on the same clock the lock was written with. It is
-// not the guard: between this read and the UPDATE another request may
-// recover the key, which is why recoverKey re-checks the lock in its WHERE
-// clause.
-//
-// A recovered key goes on to claimCharge like a new one: its holder crashed,
-// and another key may have charged the order since.
+// The lock check is a fast path that tells the client the lock's time left
+// (Retry-After), on the database's clock. It is not the guard: another
+// request may recover the key before the UPDATE, so recoverKey re-checks the
+// lock in its WHERE. A recovered key goes on to claimCharge like a new one.
 func (s *Service) resume(ctx context.Context, q *queries.Queries, c *claimed) error {
 	row, err := q.IdempotencyKeyGet(ctx, queries.IdempotencyKeyGetParams{Scope: c.scope, Key: c.key})
 	if err != nil {
@@ -119,12 +110,10 @@ func (s *Service) resume(ctx context.Context, q *queries.Queries, c *claimed) er
 
 // recoverKey takes over a key whose lock expired.
 //
-// Failure it prevents: two retries of a crashed request both recovering the
-// key and both calling the gateway. UPDATE ... WHERE locked_until < now()
-// AND completed_at IS NULL: under READ COMMITTED a concurrent second UPDATE
-// waits for the first, re-checks its WHERE clause against the new lock, and
-// matches nothing. The one caller that changed a row goes on; the others are
-// told the key is in flight, for as long as the winner's new lock lasts.
+// Failure it prevents: two retries of a crashed request both calling the
+// gateway. UPDATE ... WHERE locked_until < now() AND completed_at IS NULL:
+// under READ COMMITTED a concurrent second UPDATE waits, re-checks its WHERE
+// against the new lock and matches nothing; its caller is told "in flight".
 func (s *Service) recoverKey(ctx context.Context, q *queries.Queries, c *claimed) error {
 	won, err := q.IdempotencyKeyRecover(ctx, queries.IdempotencyKeyRecoverParams{
 		LeaseMs: s.cfg.leaseMs(), Scope: c.scope, Key: c.key,

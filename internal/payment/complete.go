@@ -15,18 +15,16 @@ import (
 	"github.com/orderpaid/orderpaid/internal/platform/queries"
 )
 
-// complete is phase 3: it turns the gateway's answer into our response and
-// stores it with what it settles about the order's charge (store), or gives
-// the key and the charge back when the answer may change on a retry (release):
+// complete is phase 3: it stores our response to the gateway's answer with
+// what it settles about the order's charge (store), or gives the key and the
+// charge back when a retry may be answered otherwise (release):
 //
-//   - 2xx: charged, 201, and the order's charge settled;
-//   - a refusal about the payment (finalRefusal): 402, stored, and the order
-//     may try its next attempt;
-//   - no answer, a 5xx, or a 4xx not about the payment: nothing stored, the
-//     key released, ErrGatewayUnavailable, so a retry runs at once.
+//   - 2xx: charged, 201, the order's charge settled;
+//   - a refusal of the payment (finalRefusal): 402, stored; a next attempt may follow;
+//   - no answer, a 5xx, another 4xx: key released, ErrGatewayUnavailable.
 //
-// It runs on a context not cancelled with the request: once the gateway may
-// have moved money, a client hanging up must not stop us recording it.
+// Its context outlives the request: a client hanging up once money may have
+// moved must not stop us recording it.
 func (s *Service) complete(ctx context.Context, c claimed, answer GatewayAnswer, callErr error) (Response, error) {
 	ctx = context.WithoutCancel(ctx)
 	switch {
@@ -42,19 +40,15 @@ func (s *Service) complete(ctx context.Context, c claimed, answer GatewayAnswer,
 	return Response{}, s.release(ctx, c, answer, fmt.Errorf("%w: %w", ErrGatewayUnavailable, cause))
 }
 
-// finalRefusal reports whether a 4xx refuses the payment itself, so that
-// sending it again would be refused again: 402 (declined) and 422 (the
-// gateway understood the charge and will not make it). The other 4xx say
-// "not now" (408, 409, 425, 429) or "your side is wrong" (400, 401, 403, 404:
-// a malformed call, a revoked API key, a wrong FAKES_URL): storing those for
-// the key's retention would keep refusing the customer after the fix.
+// finalRefusal reports whether a 4xx refuses the payment itself: 402 and
+// 422. Other 4xx say "not now" (408, 409, 425, 429) or "our side is wrong"
+// (400, 401, 403, 404): stored, they would refuse the customer after the fix.
 func finalRefusal(status int) bool {
 	return status == http.StatusPaymentRequired || status == http.StatusUnprocessableEntity
 }
 
-// refusedResponse is the 402 stored when the gateway refused the charge for
-// good. Its detail repeats the gateway's own, when the gateway sent a
-// problem+json body.
+// refusedResponse is the 402 stored for a refusal for good, repeating the
+// gateway's problem detail when it sent one.
 func refusedResponse(answer GatewayAnswer) Response {
 	var gw problem
 	reason := http.StatusText(answer.Status)
@@ -65,8 +59,7 @@ func refusedResponse(answer GatewayAnswer) Response {
 	return Response{Status: http.StatusPaymentRequired, Body: problemBody(http.StatusPaymentRequired, "Payment refused", detail)}
 }
 
-// chargedResponse is the 201 for a successful charge; charge is the
-// gateway's charge object, kept as it came.
+// chargedResponse is the 201 of a charge, with the gateway's charge object.
 func chargedResponse(orderID uuid.UUID, charge []byte) Response {
 	body, _ := json.Marshal(struct { // valid JSON (checked by the caller) always encodes
 		OrderID uuid.UUID       `json:"order_id"`
@@ -115,12 +108,10 @@ func (s *Service) store(ctx context.Context, c claimed, answer GatewayAnswer, re
 	return out, nil
 }
 
-// release gives the key and the order's charge back after an answer that
-// settles nothing, records that answer, and returns err, the error for it.
-// The charge stays charging with its outcome unknown: the next request
-// asks the gateway before sending it again (askFirst). If the release
-// fails, both stay locked until LockTimeout: slower for the client, never
-// unsafe.
+// release records an answer that settles nothing, gives the key and the
+// charge back (still charging, outcome unknown: the next request asks first)
+// and returns err. If it fails, both stay locked until LockTimeout: slower,
+// never unsafe.
 func (s *Service) release(ctx context.Context, c claimed, answer GatewayAnswer, err error) error {
 	relErr := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)

@@ -81,9 +81,8 @@ func (c *GatewayClient) Refund(ctx context.Context, idempotencyKey string, req R
 	return c.post(ctx, "/refunds", idempotencyKey, req)
 }
 
-// post sends one POST of body as JSON to path with idempotencyKey in the
-// Idempotency-Key header, and returns the gateway's answer, whatever its
-// status.
+// post POSTs body as JSON to path under idempotencyKey and returns the
+// gateway's answer, whatever its status.
 func (c *GatewayClient) post(ctx context.Context, path, idempotencyKey string, body any) (GatewayAnswer, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
@@ -104,16 +103,11 @@ func (c *GatewayClient) post(ctx context.Context, path, idempotencyKey string, b
 	if err != nil {
 		return GatewayAnswer{}, fmt.Errorf("read payment gateway answer (status %d): %w", resp.StatusCode, err)
 	}
-	return GatewayAnswer{
-		Status:   resp.StatusCode,
-		Body:     answer,
-		Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
-	}, nil
+	return GatewayAnswer{Status: resp.StatusCode, Body: answer, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
 }
 
-// recordCall writes the gateway's answer to gateway_charge_calls. A call that
-// got no answer (Status 0) leaves nothing to record: whether it charged is
-// learnt from the retry, which sends the same gateway key.
+// recordCall writes the gateway's answer to gateway_charge_calls; no answer
+// (Status 0), nothing: the retry, under the same key, learns what happened.
 func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gatewayKey string, answer GatewayAnswer) error {
 	if answer.Status == 0 {
 		return nil
@@ -128,8 +122,7 @@ func recordCall(ctx context.Context, q *queries.Queries, orderID uuid.UUID, gate
 	return nil
 }
 
-// answeredChargeID is the charge id a 2xx answer names; NULL for any other
-// answer, or one without an id.
+// answeredChargeID is the charge id a 2xx answer names, else NULL.
 func answeredChargeID(answer GatewayAnswer) pgtype.Text {
 	var charge struct {
 		ID string `json:"id"`
@@ -140,48 +133,34 @@ func answeredChargeID(answer GatewayAnswer) pgtype.Text {
 	return pgtype.Text{}
 }
 
-// ChargeKey is the Idempotency-Key sent to the payment gateway for an
-// order's charge attempt: "order:<order id>:charge:<attempt>".
+// ChargeKey is the gateway's Idempotency-Key for an order's charge attempt.
 //
 // Effect protected: the charge, across lost answers, crashes and new keys.
 // It comes from the order's payment intent, never from a request: whichever
-// request holds the attempt (the first one, its retry, or another key's that
-// took over after a crash or a timeout), the gateway sees one key and makes
-// one charge. Only a refusal for good moves the order to its next attempt,
-// and so to a new key (charge.go).
+// request holds the attempt, the gateway sees one key and makes one charge.
+// Only a refusal for good moves the order to its next attempt and key.
 func ChargeKey(orderID uuid.UUID, attempt int32) string {
 	return fmt.Sprintf("order:%s:charge:%d", orderID, attempt)
 }
 
-// RefundKey is the Idempotency-Key sent to the payment gateway for an
-// order's refund: "order:<order id>:refund".
+// RefundKey is the gateway's Idempotency-Key for an order's refund.
 //
-// Effect protected: the refund, money given back, as irreversible as the
-// charge. Like ChargeKey it comes from the order's intent (its one refund
-// request, refund_requests), never from a delivery or a request: the
-// refund_requested message redelivered, a worker that crashed between the
-// gateway's answer and its record, two workers racing: each sends this key,
-// and the gateway refunds once and answers the others from its store.
+// Effect protected: the refund. Like ChargeKey it comes from the order's
+// intent (its one refund request), never from a delivery: a redelivery, a
+// crash before the answer's record, two workers racing all send this key,
+// and the gateway refunds once.
 func RefundKey(orderID uuid.UUID) string {
 	return fmt.Sprintf("order:%s:refund", orderID)
 }
 
-// GatewayKey is the Idempotency-Key a request would send to the payment
-// gateway with the per-order guard switched off (--without charge-claim, NoChargeClaim):
-// the client's key within scope (the customer), "<scope>:<key>".
+// GatewayKey is the gateway key with the per-order guard off (NoChargeClaim):
+// the client's key within its scope (the customer), "<scope>:<key>".
 //
-// What it protects, alone: the charge, across our own crash. If this process dies
-// after phase 1 committed, or after the gateway charged but before phase 3
-// stored the answer, the retry that recovers the key sends the gateway the
-// same derived key and gets the first charge back instead of making a second.
-// A random key per attempt would charge once per attempt. What it does not
-// protect: a second key for the same order is a second gateway key, and so a
-// second charge; that is why the guarded path uses ChargeKey.
-//
-// The key is deterministic and includes the scope, so two customers who
-// happen to choose the same key never share a charge. The scope is escaped
-// (a ":" becomes "%3A") so that the first ":" always ends it: customer "a"
-// with key "b:c" and customer "a:b" with key "c" get different gateway keys.
+// Alone it protects the charge across our own crash: the retry that recovers
+// the key sends the same derived key and gets the first charge back. A second
+// key for the same order is a second charge; hence ChargeKey. The scope is
+// escaped (":" becomes "%3A") so the first ":" ends it: customer "a" with key
+// "b:c" and customer "a:b" with key "c" do not share a charge.
 func GatewayKey(scope, key string) string {
 	return url.QueryEscape(scope) + ":" + key
 }

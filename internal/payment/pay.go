@@ -14,18 +14,15 @@ import (
 	"github.com/orderpaid/orderpaid/internal/telemetry"
 )
 
-// FaultBeforeGatewayCall fires after phase 1 committed the key's lock and
-// before the gateway is called. Armed in Fail mode it makes Pay return
-// fault.ErrInjected without releasing the key: what a crash at that
-// moment leaves behind, a key locked until its lock expires.
+// FaultBeforeGatewayCall fires between phase 1's commit and the gateway
+// call; in Fail mode Pay returns fault.ErrInjected with the key left locked,
+// as a crash there would leave it.
 const FaultBeforeGatewayCall = "payment.before_gateway_call"
 
-// FaultAfterGatewayCall fires once the gateway has answered and before the
-// answer is stored. Armed in Crash mode it kills the api between the
-// gateway's answer and the record of it: the charge is made, the service
-// holds no answer, and the provider's payment.succeeded is left to record it
-// (webhook.RecordCharge). Armed in Fail mode, Pay returns fault.ErrInjected
-// leaving the key and the order's charge locked, as that crash would.
+// FaultAfterGatewayCall fires between the gateway's answer and its record:
+// in Crash mode the charge is made and only the provider's payment.succeeded
+// records it (webhook.RecordCharge); in Fail mode Pay returns
+// fault.ErrInjected with the key and the order's charge left locked.
 const FaultAfterGatewayCall = "payment.after_gateway_call"
 
 // Pay charges the order at most once, whatever the key, in three atomic
@@ -84,9 +81,7 @@ func (s *Service) payUnderKey(ctx context.Context, req Request) (Response, error
 		}
 	}
 	answer, callErr := s.gw.Charge(ctx, c.gatewayKey, ChargeRequest{
-		OrderID:     c.order.ID.String(),
-		AmountCents: c.order.AmountCents,
-		Currency:    c.order.Currency,
+		OrderID: c.order.ID.String(), AmountCents: c.order.AmountCents, Currency: c.order.Currency,
 	})
 	if err := s.faults.Hit(FaultAfterGatewayCall); err != nil {
 		// A crash here: the money moved and no answer is stored.
@@ -95,10 +90,9 @@ func (s *Service) payUnderKey(ctx context.Context, req Request) (Response, error
 	return s.complete(ctx, c, answer, callErr)
 }
 
-// PayWithoutKey is the mistake the Idempotency-Key prevents (payUnderKey),
-// which the lab wires in its place (--without idempotency-key): no key
-// store and a fresh gateway key per request, so a client that retries after
-// a timeout is charged again.
+// PayWithoutKey is the mistake the Idempotency-Key prevents (--without
+// idempotency-key): no key store, a fresh gateway key per request, so a
+// client retrying after a timeout is charged again.
 func PayWithoutKey(s *Service, ctx context.Context, req Request) (Response, error) {
 	if _, err := DecodeBody(req.Body); err != nil {
 		return Response{}, err
@@ -111,8 +105,7 @@ func PayWithoutKey(s *Service, ctx context.Context, req Request) (Response, erro
 	answer, err := s.gw.Charge(ctx, gatewayKey, ChargeRequest{
 		OrderID: o.ID.String(), AmountCents: o.AmountCents, Currency: o.Currency,
 	})
-	// The record the audit counts is kept even here, so the audit shows the
-	// damage.
+	// The record the audit counts is kept even here, to show the damage.
 	if recErr := recordCall(context.WithoutCancel(ctx), queries.New(s.pool), o.ID, gatewayKey, answer); recErr != nil {
 		return Response{}, recErr
 	}

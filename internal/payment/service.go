@@ -21,25 +21,17 @@ import (
 // of an order's charge attempt.
 const DefaultLockTimeout = 30 * time.Second
 
-// Config tunes the Service and the Cleaner. Zero values take the documented
-// defaults.
+// Config tunes the Service and the Cleaner; zero values take the defaults.
 type Config struct {
-	// LockTimeout is how long a request holds its key before another request
-	// with the same key may assume it crashed and recover the key (default
-	// 30s). It must be longer than the slowest gateway call, or a slow
-	// request is "recovered" while it still runs. The lease is counted on
-	// the database's clock: written as now() + LockTimeout and compared with
-	// now() in SQL, never with the api's clock.
+	// LockTimeout is how long a request holds its key before another may
+	// assume it crashed and recover it (default 30s): longer than the slowest
+	// gateway call. It is counted on the database's clock (now() in SQL).
 	LockTimeout time.Duration
-	// Retention is how long a completed key is kept, and so how long a retry
-	// gets the stored response (default 24h). Read by the Cleaner.
-	Retention time.Duration
-	// CleanInterval is how often Cleaner.Run deletes expired keys (default 1h).
-	CleanInterval time.Duration
-	// Clock is the api's clock (default time.Now), read only for the
-	// Cleaner's cutoff. No lease reads it, so api hosts whose clocks are off
-	// cannot take over each other's keys; clock_skew_test.go skews it here,
-	// since faketime does not reach a Go binary's clock.
+	// Retention is how long a completed key, and so its stored response, is
+	// kept (default 24h); CleanInterval how often the Cleaner deletes (1h).
+	Retention, CleanInterval time.Duration
+	// Clock (default time.Now) is read only for the Cleaner's cutoff, never
+	// for a lease, so hosts with skewed clocks cannot take over each other's keys.
 	Clock func() time.Time
 }
 
@@ -53,36 +45,27 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// leaseMs is LockTimeout as the queries take it: the milliseconds the
-// database adds to its now().
+// leaseMs is LockTimeout in the milliseconds the queries add to now().
 func (c Config) leaseMs() int64 { return c.LockTimeout.Milliseconds() }
 
-// Service charges orders under Idempotency-Keys. It is safe for concurrent
-// use, also from several processes sharing one database: every decision
-// about a key is taken by PostgreSQL.
+// Service charges orders under Idempotency-Keys, safely from many processes
+// sharing one database: every decision about a key is PostgreSQL's.
 type Service struct {
-	pool *pgxpool.Pool
-	gw   *GatewayClient
-	cfg  Config
-	// guards are Pay's guarded steps (Guarded, unless the lab wired a
-	// mistake in one's place).
-	guards Guards
-	// faults arms FaultBeforeGatewayCall and FaultAfterGatewayCall; nil in
-	// production.
-	faults *fault.Set
+	pool   *pgxpool.Pool
+	gw     *GatewayClient
+	cfg    Config
+	guards Guards     // Pay's guarded steps (Guarded, unless the lab wired a mistake)
+	faults *fault.Set // the gateway call's fault points; nil in production
 }
 
-// Guards are Pay's guarded steps, one field per guard; Guarded holds the
-// guards. The lab (internal/lab/switches) wires a mistake in a field's
-// place; Pay calls the field, never a branch.
+// Guards are Pay's guarded steps, one field per guard: the lab
+// (internal/lab/switches) wires a mistake in a field's place.
 type Guards struct {
 	// Pay is the Idempotency-Key: payUnderKey (mistake: PayWithoutKey).
 	Pay func(s *Service, ctx context.Context, req Request) (Response, error)
-	// ClaimCharge is one charge per order, whatever the key: claimCharge
-	// (mistake: NoChargeClaim).
+	// ClaimCharge is one charge per order: claimCharge (mistake: NoChargeClaim).
 	ClaimCharge func(s *Service, ctx context.Context, q *queries.Queries, c *claimed) error
-	// AskFirst asks the gateway what it did before an attempt whose outcome
-	// is unknown is sent again: askFirst (mistake: SendBlind).
+	// AskFirst asks before an unknown attempt is resent: askFirst (mistake: SendBlind).
 	AskFirst func(s *Service, ctx context.Context, c claimed) (Response, bool, error)
 }
 
@@ -91,14 +74,12 @@ func Guarded() Guards {
 	return Guards{Pay: (*Service).payUnderKey, ClaimCharge: (*Service).claimCharge, AskFirst: (*Service).askFirst}
 }
 
-// NewService returns a Service storing keys through pool and charging through
-// gw.
+// NewService returns a Service storing keys through pool, charging through gw.
 func NewService(pool *pgxpool.Pool, gw *GatewayClient, cfg Config) *Service {
 	return &Service{pool: pool, gw: gw, cfg: cfg.withDefaults(), guards: Guarded()}
 }
 
-// WithGuards returns a copy of s whose Pay calls g's steps: the lab's
-// wiring of a mistake (internal/lab/switches).
+// WithGuards returns a copy of s whose Pay calls g's steps (the lab's mistakes).
 func (s *Service) WithGuards(g Guards) *Service {
 	c := *s
 	c.guards = g
@@ -126,8 +107,7 @@ type Request struct {
 const MaxKeyLength = 255
 
 // CheckKey refuses a key that cannot be stored or passed on: empty, too
-// long, or with characters outside printable ASCII (a NUL byte, for one,
-// cannot be stored in PostgreSQL text).
+// long, or outside printable ASCII (PostgreSQL text cannot hold a NUL).
 func CheckKey(key string) error {
 	if key == "" {
 		return ErrKeyMissing
@@ -143,31 +123,22 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// DefaultPaymentMethod is the payment method of a request whose body is
-// empty or leaves it out.
+// DefaultPaymentMethod is the payment method of a body that leaves it out.
 const DefaultPaymentMethod = "pm_card"
 
-// maxPaymentMethodLength bounds payment_method.
 const maxPaymentMethodLength = 64
 
 // Body is the decoded body of POST /orders/{id}/payments. The amount and the
-// currency are not in it: they come from the order, so a client cannot pay a
-// different amount than the order's.
+// currency come from the order, so a client cannot pay another amount.
 type Body struct {
-	// PaymentMethod names the card or wallet to charge, such as "pm_card".
-	// It is part of the request's fingerprint: paying with another card is
-	// another request and needs another key. (The fake gateway has a single
-	// payment method, so it is not sent on.)
+	// PaymentMethod, such as "pm_card", is part of the fingerprint: another
+	// card is another request, with another key. (The fake gateway has one.)
 	PaymentMethod string `json:"payment_method"`
 }
 
-// DecodeBody decodes a request body strictly: it must be empty (every field
-// takes its default) or one JSON object with only known fields of the right
-// type and nothing after it. Field names are matched exactly. Every error
-// wraps ErrInvalidBody and names the field at fault.
-//
-// Strictness matters to idempotency: a misspelt field that was silently
-// ignored would make two different intents share one fingerprint.
+// DecodeBody decodes a body strictly (empty, or one object of known fields,
+// strictjson); every error wraps ErrInvalidBody and names the field. A
+// misspelt field silently ignored would give two intents one fingerprint.
 func DecodeBody(b []byte) (Body, error) {
 	pm := DefaultPaymentMethod
 	in := struct {
@@ -176,8 +147,6 @@ func DecodeBody(b []byte) (Body, error) {
 	if len(bytes.Trim(b, " \t\r\n")) == 0 {
 		return Body{PaymentMethod: pm}, nil
 	}
-	// Names exactly as spelt, each once, valid UTF-8 and no NUL: a second
-	// "payment_method" must not quietly win over the first.
 	if err := strictjson.Decode(b, &in); err != nil {
 		return Body{}, invalidBody("%v", err)
 	}
@@ -191,8 +160,7 @@ func DecodeBody(b []byte) (Body, error) {
 	return Body{PaymentMethod: pm}, nil
 }
 
-// paymentMethod is the shape of payment_method, such as "pm_card": pm_ then
-// ASCII letters, digits or underscores.
+// paymentMethod is payment_method's shape: pm_ then letters, digits or "_".
 var paymentMethod = regexp.MustCompile(`^pm_\w+$`)
 
 // canonical is the body re-encoded from its decoded form: two requests that
@@ -203,14 +171,12 @@ func (b Body) canonical() []byte {
 	return out
 }
 
-// Response is what the HTTP layer writes back verbatim: a stored response is
-// repeated byte for byte. Bodies of status 400 and above are
-// application/problem+json, the others application/json.
+// Response is what the HTTP layer writes back verbatim, a stored one byte for
+// byte; bodies of status 400 and above are application/problem+json.
 type Response struct {
 	Status int
 	Body   []byte
-	// Replayed: this response was stored by an earlier request with the same
-	// key (the api's Idempotency-Replayed: true); this request performed nothing.
+	// Replayed: an earlier request with the key stored it (Idempotency-Replayed).
 	Replayed bool
 }
 

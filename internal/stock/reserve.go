@@ -19,20 +19,16 @@ var ErrOutOfStock = errors.New("out of stock")
 // Reserve takes the order's items out of stock, once, in the caller's
 // transaction.
 //
-// Effect protected: the decrement of each SKU's counter. For each item, in
-// SKU order (OrderItems sorts them, so two orders lock SKUs in one order and
-// cannot deadlock), it inserts the reservation row under its primary key
-// (order, SKU) with ON CONFLICT DO NOTHING, and only for a row it inserted
-// takes the quantity with UPDATE ... WHERE available >= quantity. All of it
-// runs in a savepoint: an order is reserved whole or not at all.
+// Effect protected: each SKU's counter's decrement. For each item, in SKU
+// order (so two orders cannot deadlock), it inserts the reservation row,
+// (order, SKU), ON CONFLICT DO NOTHING, and only for a row it inserted takes
+// the quantity, UPDATE ... WHERE available >= quantity; in a savepoint, whole
+// or not at all.
 //
-// Outcomes: Applied (reserved now), AlreadyApplied (an earlier delivery
-// reserved it: the counter is left alone), NotApplicable (the order has no
-// items). A SKU short of units is ErrOutOfStock, with nothing reserved; the
-// caller decides what the order becomes (it cannot be fulfilled). The
-// order_paid consumer fails its whole step for good: nothing of it applies,
-// the message goes to the poison queue, and a replay after a refill runs it
-// again.
+// Outcomes: Applied, AlreadyApplied (an earlier delivery reserved it),
+// NotApplicable (no items). A SKU short of units is ErrOutOfStock, nothing
+// reserved: the order_paid consumer fails for good, to the poison queue, and
+// a replay after a refill runs it again.
 func Reserve(ctx context.Context, tx pgx.Tx, orderID uuid.UUID, messageID string) (effect.Outcome, error) {
 	items, err := queries.New(tx).OrderItems(ctx, orderID)
 	if err != nil {

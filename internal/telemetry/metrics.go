@@ -63,8 +63,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	return &out, nil
 }
 
-// Effect counts one guard answer; already_applied also counts as a
-// suppressed duplicate.
+// Effect counts one guard answer, already_applied also as a duplicate.
 func (m *Metrics) Effect(ctx context.Context, effectName string, t effect.Technique, o effect.Outcome) {
 	if m == nil {
 		return
@@ -76,8 +75,7 @@ func (m *Metrics) Effect(ctx context.Context, effectName string, t effect.Techni
 	}
 }
 
-// Run counts one handler run, recorded with runErr (nil: it succeeded), and
-// the answers of its steps.
+// Run counts one handler run (runErr nil: ok) and its steps' answers.
 func (m *Metrics) Run(ctx context.Context, r *Run, runErr error) {
 	if m == nil {
 		return
@@ -92,8 +90,7 @@ func (m *Metrics) Run(ctx context.Context, r *Run, runErr error) {
 	m.executions.Add(ctx, 1, metric.WithAttributes(attrHandler.String(r.Handler), attrResult.String(result)))
 }
 
-// RelayLag records how long a message waited between its outbox write and
-// its publish to the broker on topic.
+// RelayLag records a message's wait from outbox write to publish on topic.
 func (m *Metrics) RelayLag(ctx context.Context, topic string, d time.Duration) {
 	if m == nil {
 		return
@@ -101,8 +98,7 @@ func (m *Metrics) RelayLag(ctx context.Context, topic string, d time.Duration) {
 	m.relayLag.Record(ctx, d.Seconds(), metric.WithAttributes(semconv.MessagingDestinationName(topic)))
 }
 
-// SignatureFailure counts one refused webhook; reason is low-cardinality
-// (missing, malformed, expired, mismatch).
+// SignatureFailure counts one refused webhook: missing, malformed, expired, mismatch.
 func (m *Metrics) SignatureFailure(ctx context.Context, reason string) {
 	if m == nil {
 		return

@@ -19,12 +19,10 @@ const AttrOrderID = attribute.Key("order.id")
 
 type orderIDKey struct{}
 
-// WithOrderID returns ctx carrying the order id: every span started under it
-// gets order.id (see orderStamper), and the span already in ctx gets it now,
-// since it started before the order was known (the webhook's HTTP span, a
-// consumer span). Call it after starting a span, not before: outside a
-// recording span (tracing off, or no span yet) it returns ctx unchanged, so
-// with tracing off it costs nothing.
+// WithOrderID returns ctx carrying the order id for every span started under
+// it (orderStamper), and sets it on ctx's span, which started before the order
+// was known. Outside a recording span it returns ctx unchanged: call it after
+// starting one; with tracing off it costs nothing.
 func WithOrderID(ctx context.Context, orderID string) context.Context {
 	span := trace.SpanFromContext(ctx)
 	if orderID == "" || !span.IsRecording() {
@@ -34,8 +32,7 @@ func WithOrderID(ctx context.Context, orderID string) context.Context {
 	return context.WithValue(ctx, orderIDKey{}, orderID)
 }
 
-// ForOrder names the order run is about: in its record, and, as
-// WithOrderID does, in ctx's spans and logs.
+// ForOrder names the order run is about, in its record and (WithOrderID) ctx.
 func (r *Run) ForOrder(ctx context.Context, orderID uuid.UUID) context.Context {
 	r.OrderID = uuid.NullUUID{UUID: orderID, Valid: true}
 	return WithOrderID(ctx, orderID.String())
@@ -47,15 +44,13 @@ func OrderIDFrom(ctx context.Context) string {
 	return id
 }
 
-// WithMessageOrderID is WithOrderID for the order a message is about: every
-// message of the flow carries messages.MetadataOrderID.
+// WithMessageOrderID is WithOrderID for a message's messages.MetadataOrderID.
 func WithMessageOrderID(ctx context.Context, msg *message.Message) context.Context {
 	return WithOrderID(ctx, msg.Metadata.Get(messages.MetadataOrderID))
 }
 
-// orderStamper is a span processor: when a span starts in a context holding
-// an order id, it sets order.id on the span. That is how pgx query spans and
-// HTTP client spans, which know nothing of orders, carry the order id too.
+// orderStamper is a span processor setting order.id on a span started in a
+// context holding one: so query and HTTP client spans carry it too.
 type orderStamper struct{}
 
 // OnStart stamps order.id.
@@ -65,23 +60,17 @@ func (orderStamper) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
 	}
 }
 
-// OnEnd does nothing.
-func (orderStamper) OnEnd(sdktrace.ReadOnlySpan) {}
-
-// Shutdown does nothing.
-func (orderStamper) Shutdown(context.Context) error { return nil }
-
-// ForceFlush does nothing.
+// OnEnd, Shutdown and ForceFlush do nothing.
+func (orderStamper) OnEnd(sdktrace.ReadOnlySpan)      {}
+func (orderStamper) Shutdown(context.Context) error   { return nil }
 func (orderStamper) ForceFlush(context.Context) error { return nil }
 
-// NewLogHandler wraps h so that every record logged with a context holding a
-// span (logger.InfoContext(ctx, ...)) carries trace_id and span_id: a log
-// line leads to its trace, and a trace to its log lines.
+// NewLogHandler wraps h so that a record logged with a span in its context
+// carries trace_id and span_id: a log line leads to its trace, and back.
 func NewLogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
 
 type logHandler struct{ next slog.Handler }
 
-// Enabled defers to the wrapped handler.
 func (h logHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	return h.next.Enabled(ctx, level)
 }
@@ -95,12 +84,8 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.next.Handle(ctx, r)
 }
 
-// WithAttrs keeps the wrapper around the derived handler.
+// WithAttrs and WithGroup keep the wrapper around the derived handler.
 func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return logHandler{h.next.WithAttrs(attrs)}
 }
-
-// WithGroup keeps the wrapper around the derived handler.
-func (h logHandler) WithGroup(name string) slog.Handler {
-	return logHandler{h.next.WithGroup(name)}
-}
+func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.next.WithGroup(name)} }

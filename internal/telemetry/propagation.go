@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/http"
@@ -17,44 +18,29 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// This file is the whole of "trace context across a hop": a message's (here)
-// and an outgoing HTTP call's (HTTPClient, below). There is
-// no maintained OpenTelemetry module for watermill; none is needed: a
-// message's Metadata is a string map that every broker carries (the SQL
-// metadata column, AMQP headers, NATS headers), and a string map with Keys()
-// is a propagation.TextMapCarrier.
-//
-// Where it is used:
-//   - outbox.Publish injects the outbox_write span's context into each message
-//     BEFORE the forwarder wraps it in its envelope (metadata set on the
-//     envelope itself is dropped when the relay unwraps it);
-//   - the relay extracts it, starts its span, and injects that span's context
-//     in its place;
-//   - the consumer middleware (ConsumerMiddleware, below) extracts it and
-//     starts the consumer span.
+// This file is the whole of "trace context across a hop", a message's and an
+// HTTP call's. watermill needs no OpenTelemetry module: a message's Metadata,
+// carried by every broker, is a string map, and with Keys() a TextMapCarrier.
+// outbox.Publish injects the outbox write's span context before the forwarder
+// wraps the message (the envelope's own metadata is dropped on unwrapping);
+// the relay extracts it and injects its own span's; ConsumerMiddleware
+// extracts that and starts the consumer span.
 
-// Propagator is the W3C traceparent/tracestate format, used on every hop:
-// HTTP in, HTTP out and messages. Baggage is not propagated: the order id
-// travels in the message's own order_id metadata, and nothing of ours leaks
+// Propagator is W3C trace context, on every hop. Baggage is not propagated:
+// the order id travels in the message's metadata, and nothing of ours leaks
 // to external providers.
 func Propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
 
-// MetadataCarrier adapts watermill's message.Metadata to
-// propagation.TextMapCarrier.
+// MetadataCarrier adapts message.Metadata to propagation.TextMapCarrier
+// (Get, Set, Keys).
 type MetadataCarrier message.Metadata
 
-// Get returns the value of key, "" when absent.
 func (c MetadataCarrier) Get(key string) string { return c[key] }
-
-// Set stores value under key.
 func (c MetadataCarrier) Set(key, value string) { c[key] = value }
+func (c MetadataCarrier) Keys() []string        { return slices.Collect(maps.Keys(c)) }
 
-// Keys lists the keys present.
-func (c MetadataCarrier) Keys() []string { return slices.Collect(maps.Keys(c)) }
-
-// InjectMessage writes the trace context of ctx (traceparent, tracestate)
-// into msg's metadata. With no valid span in ctx it writes nothing and leaves
-// whatever context the message already carries.
+// InjectMessage writes ctx's trace context into msg's metadata; with no valid
+// span in ctx it leaves whatever the message carries.
 func InjectMessage(ctx context.Context, msg *message.Message) {
 	if msg.Metadata == nil {
 		msg.Metadata = message.Metadata{}
@@ -62,20 +48,15 @@ func InjectMessage(ctx context.Context, msg *message.Message) {
 	Propagator().Inject(ctx, MetadataCarrier(msg.Metadata))
 }
 
-// ExtractMessage returns ctx with the remote span context carried in msg's
-// metadata, to start a child span from.
+// ExtractMessage returns ctx with the span context msg's metadata carries.
 func ExtractMessage(ctx context.Context, msg *message.Message) context.Context {
 	return Propagator().Extract(ctx, MetadataCarrier(msg.Metadata))
 }
 
-// HTTPClient returns a client whose calls are CLIENT spans named
-// "METHOD /path", children of the span in the request's context, with the
-// W3C traceparent header set so the provider can continue the trace (only
-// trace context goes out; the order id does not).
-//
-// It keeps up to 128 idle connections per host: a worker calls the
-// provider from a whole batch of handlers at once, and Go's default of 2
-// would close and dial again most connections on every call.
+// HTTPClient returns a client whose calls are CLIENT spans, "METHOD /path",
+// sending traceparent (and not the order id) so the provider can continue
+// the trace. It keeps 128 idle connections per host: a worker calls from a
+// whole batch of handlers at once, and Go's default of 2 would redial most.
 func (t *Telemetry) HTTPClient(timeout time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 128
@@ -90,17 +71,9 @@ func (t *Telemetry) HTTPClient(timeout time.Duration) *http.Client {
 	}
 }
 
-// MessagingSystem is the messaging.system value of a broker named as in
-// BROKER: rabbitmq for amqp, postgresql for postgres, nats for nats.
+// MessagingSystem is the messaging.system value of a broker named as in BROKER.
 func MessagingSystem(broker string) string {
-	switch broker {
-	case "amqp":
-		return "rabbitmq"
-	case "postgres":
-		return "postgresql"
-	default:
-		return broker
-	}
+	return cmp.Or(map[string]string{"amqp": "rabbitmq", "postgres": "postgresql"}[broker], broker)
 }
 
 // MessageAttributes are the messaging semantic-convention attributes of one
@@ -113,17 +86,12 @@ func MessageAttributes(system, topic string, msg *message.Message) []attribute.K
 	}
 }
 
-// ConsumerMiddleware starts one CONSUMER span per delivery, named
-// "process <topic>", for the router's RouterConfig.Outer slot: outside the
-// retries, so a delivery retried in-process is one consumer span holding
-// several executions.
-//
-// The span is a CHILD of the context carried in the message (the relay's
-// span), not a new trace with a link. One message is processed at a time, so
-// the parent is unambiguous, and the whole journey of an order, redeliveries
-// included, reads as one trace: each redelivery is one more consumer span
-// under the same relay span (or, for a re-forward by the relay, under the
-// same outbox write). docs/tracing.md explains the choice.
+// ConsumerMiddleware starts one CONSUMER span per delivery, "process
+// <topic>", for RouterConfig.Outer: outside the retries, so one span holds a
+// delivery's executions. It is a CHILD of the relay's span the message
+// carries, not a linked new trace: one message at a time makes the parent
+// unambiguous, and an order's journey, redeliveries included, reads as one
+// trace (docs/tracing.md).
 func ConsumerMiddleware(tp trace.TracerProvider, system string) message.HandlerMiddleware {
 	tr := tp.Tracer(tracerName)
 	return func(h message.HandlerFunc) message.HandlerFunc {
@@ -145,9 +113,7 @@ func ConsumerMiddleware(tp trace.TracerProvider, system string) message.HandlerM
 			case err != nil:
 				span.RecordError(err)
 				span.SetStatus(codes.Error, err.Error())
-			case reason != before:
-				// PoisonQueue set a new reason and acked the message after
-				// storing it aside.
+			case reason != before: // PoisonQueue stored it aside, and acked it
 				span.SetAttributes(attribute.Bool("messaging.poisoned", true))
 				span.SetStatus(codes.Error, "poisoned: "+reason)
 			}

@@ -16,12 +16,9 @@ import (
 // Attributes of an effect span. In Jaeger, search for
 // idempotency.outcome=already_applied to see every duplicate a guard absorbed.
 const (
-	// AttrEffect names the effect: paid, commission, notification_sent...
-	AttrEffect = attribute.Key("idempotency.effect")
-	// AttrTechnique names the guard: state_check, unique_ledger_key, inbox...
-	AttrTechnique = attribute.Key("idempotency.technique")
-	// AttrOutcome is the guard's answer: applied, already_applied, not_applicable.
-	AttrOutcome = attribute.Key("idempotency.outcome")
+	AttrEffect    = attribute.Key("idempotency.effect")    // paid, commission, notification_sent...
+	AttrTechnique = attribute.Key("idempotency.technique") // the guard: state_check, unique_ledger_key, inbox...
+	AttrOutcome   = attribute.Key("idempotency.outcome")   // applied, already_applied, not_applicable
 )
 
 // tracerName is the instrumentation scope of the flow's own spans.
@@ -33,9 +30,8 @@ func TracerFrom(ctx context.Context) trace.Tracer {
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
 }
 
-// Step is one guarded step in flight: its span ("effect <name>") and the
-// counters its answer goes into. End it with End (the guard answered) or
-// Fail (the step could not run); whichever comes first wins.
+// Step is one guarded step in flight, its span "effect <name>": End it with
+// the guard's answer, or Fail it; whichever comes first wins.
 type Step struct {
 	ctx       context.Context
 	span      trace.Span
@@ -46,17 +42,15 @@ type Step struct {
 	run       *Run // the run whose answers End adds to; nil: none
 }
 
-// StartStep starts the span of the step that applies effectName, protected
-// by technique t, as a child of the span in ctx. Work done with the returned
-// context (queries, HTTP calls, an outbox write) nests under it. m may be nil.
+// StartStep starts the span of the step that applies effectName under
+// technique t; work done with the returned context nests under it. m may be nil.
 func StartStep(ctx context.Context, m *Metrics, effectName string, t effect.Technique) (context.Context, *Step) {
 	ctx, span := TracerFrom(ctx).Start(ctx, "effect "+effectName,
 		trace.WithAttributes(AttrEffect.String(effectName), AttrTechnique.String(string(t))))
 	return ctx, &Step{ctx: ctx, span: span, metrics: m, effect: effectName, technique: t}
 }
 
-// End records the guard's answer on the span and in the counters, and ends
-// the span.
+// End records the guard's answer on the span and in the counters.
 func (s *Step) End(o effect.Outcome) {
 	if s.ended {
 		return
@@ -70,10 +64,8 @@ func (s *Step) End(o effect.Outcome) {
 	}
 }
 
-// Answer ends the step with the guard's answer o, or with err when the
-// guard could not answer, and returns err: the straight-line form of a
-// step, `ctx, step := run.Begin(...)`, the guard's call, then
-// `err = step.Answer(o, err)`.
+// Answer ends the step with o, or fails it with err, and returns err:
+// `ctx, step := run.Begin(...)`, the guard's call, `err = step.Answer(o, err)`.
 func (s *Step) Answer(o effect.Outcome, err error) error {
 	if err != nil {
 		s.Fail(err)
@@ -83,8 +75,7 @@ func (s *Step) Answer(o effect.Outcome, err error) error {
 	return nil
 }
 
-// Fail ends the span with err, when the step stopped before its guard could
-// answer. It does nothing after End.
+// Fail ends the span with err, the guard having not answered; not after End.
 func (s *Step) Fail(err error) {
 	if !s.ended {
 		s.ended = true
@@ -111,34 +102,26 @@ type Run struct {
 	open      []*Step // begun with Begin; Close fails any left open
 }
 
-// NewRun starts the run of handler on the message messageID. Its steps'
-// answers are counted when the run is recorded (Metrics.Run).
+// NewRun starts the run of handler on the message messageID.
 func NewRun(handler, messageID string) *Run {
 	return &Run{Handler: handler, MessageID: messageID}
 }
 
-// Step runs fn as the guarded step that applies effectName, protected by
-// technique t: one span, "effect <name>", encloses fn's work (fn gets its
-// context) and carries the answer fn returns, which is counted and kept in
-// r.Results; an error fails the span instead.
+// Step runs fn as the guarded step that applies effectName under technique t:
+// its span, "effect <name>", encloses fn's work and carries fn's answer, kept
+// in r.Results; an error fails the span instead.
 func (r *Run) Step(ctx context.Context, effectName string, t effect.Technique, fn func(ctx context.Context) (effect.Outcome, error)) (effect.Outcome, error) {
-	ctx, span := TracerFrom(ctx).Start(ctx, "effect "+effectName,
-		trace.WithAttributes(AttrEffect.String(effectName), AttrTechnique.String(string(t))))
-	defer span.End()
+	ctx, s := StartStep(ctx, nil, effectName, t)
+	s.run = r
 	o, err := fn(ctx)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		return "", err
+		o = ""
 	}
-	span.SetAttributes(AttrOutcome.String(string(o)))
-	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
-	return o, nil
+	return o, s.Answer(o, err)
 }
 
-// Answer keeps the answer o of a step of r whose work was done for many
-// runs at once, since started (a batch's statement): its span covers that
-// time, under ctx's span, and carries o.
+// Answer keeps the answer o of a step done for many runs at once since
+// started (a batch's statement), with a span covering that time.
 func (r *Run) Answer(ctx context.Context, effectName string, t effect.Technique, o effect.Outcome, started time.Time) {
 	_, span := TracerFrom(ctx).Start(ctx, "effect "+effectName, trace.WithTimestamp(started),
 		trace.WithAttributes(AttrEffect.String(effectName), AttrTechnique.String(string(t)), AttrOutcome.String(string(o))))
@@ -146,9 +129,8 @@ func (r *Run) Answer(ctx context.Context, effectName string, t effect.Technique,
 	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
 }
 
-// Begin starts a step of r to be ended later (End adds its answer to
-// r.Results): for a step whose answer comes from a statement for many
-// runs, as in batch mode. Close fails the steps left open.
+// Begin starts a step of r to be ended later, its answer then added to
+// r.Results (a batch's statement answers many runs); Close fails those left open.
 func (r *Run) Begin(ctx context.Context, effectName string, t effect.Technique) (context.Context, *Step) {
 	ctx, s := StartStep(ctx, nil, effectName, t)
 	s.run = r
@@ -156,8 +138,7 @@ func (r *Run) Begin(ctx context.Context, effectName string, t effect.Technique) 
 	return ctx, s
 }
 
-// Close fails, with err, every step begun and not ended: the run stopped
-// in the middle of them.
+// Close fails with err every step begun and not ended.
 func (r *Run) Close(err error) {
 	for _, s := range r.open {
 		s.Fail(err)

@@ -13,15 +13,12 @@ import (
 // payment intent (order_charges, internal/payment/charge.go): its charge id,
 // and the intent settled as charged. Other event types record nothing.
 //
-// Effect protected: the charge is known to the service however the api's
-// call ended. The api records a charge when it stores the gateway's answer;
-// an api killed between the answer and storing it, or a client timeout, leaves
-// nothing there, though the money moved. The provider's signed event is the
-// second witness: with it, a refund can name the charge (the refund consumer
-// reads OrderChargeID), the audit counts it, and no payment of the order goes
-// to the gateway again, even once the gateway has forgotten its key.
-// OrderChargeRecordFromEvent keeps a charge id recorded first, so the two
-// witnesses, in either order or repeated, leave one charge.
+// Effect protected: the charge is known however the api's call ended (an api
+// killed before storing the gateway's answer records nothing, though the money
+// moved). The signed event is the second witness: a refund can name the
+// charge, the audit counts it, and no payment goes to the gateway again.
+// OrderChargeRecordFromEvent keeps the id recorded first: the two witnesses,
+// in either order or repeated, leave one charge.
 func RecordCharge(ctx context.Context, q *queries.Queries, ev Event) error {
 	if ev.Type != EventPaymentSucceeded {
 		return nil

@@ -17,12 +17,10 @@ import (
 // MaxBodyBytes is the largest webhook body accepted; larger ones get 413.
 const MaxBodyBytes = 64 << 10
 
-// The event types that move an order. Other types are acknowledged and
-// ignored (see Ingest).
+// The event types that move an order; others are acked and ignored (Ingest).
 const (
 	EventPaymentSucceeded = "payment.succeeded"
-	// EventPaymentRefunded: the order's payment was given back, in full.
-	EventPaymentRefunded = "payment.refunded"
+	EventPaymentRefunded  = "payment.refunded" // the order's payment given back, in full
 )
 
 // ErrMalformed means the body is not a valid event; the message names the field.
@@ -42,11 +40,9 @@ type EventData struct {
 	ChargeID    string    `json:"charge_id,omitempty"`
 }
 
-// Parse decodes an event strictly (strictjson.Decode): member names exactly
-// as below and each once, valid UTF-8, no NUL, nothing after the object,
-// because a webhook we half-understand must not move money. {"id":"evt_ok",
-// "ID":"evt_other"} is refused, not taken as evt_other. Every error wraps
-// ErrMalformed and names the field.
+// Parse decodes an event strictly (strictjson.Decode): a webhook we
+// half-understand must not move money, so {"id":"evt_ok","ID":"evt_other"} is
+// refused. Every error wraps ErrMalformed and names the field.
 func Parse(body []byte) (Event, error) {
 	var e Event
 	if err := strictjson.Decode(body, &e); err != nil {
@@ -74,9 +70,8 @@ func (e Event) movesOrder() bool {
 // maxEventIDLength bounds the event id, in bytes.
 const maxEventIDLength = 255
 
-// validEventID reports whether id is the inbox's key of a provider event:
-// "evt_" and at least one more character, none of them a space or a control
-// character. An id of spaces, or "evt_" alone, names no event.
+// validEventID reports whether id can key the inbox: "evt_" then at least
+// one character, none a space or a control character.
 func validEventID(id string) bool {
 	rest, ok := strings.CutPrefix(id, "evt_")
 	if !ok || rest == "" || len(id) > maxEventIDLength {

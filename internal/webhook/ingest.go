@@ -32,16 +32,11 @@ type Result struct {
 	Outcome effect.Outcome `json:"outcome"`
 }
 
-// Ingest accepts one delivery. Errors: a signature error (401), ErrMalformed
-// (400), order.ErrNotFound (404), ErrAmountMismatch (422); in each case
-// nothing is written. A duplicate is not an error: it returns AlreadyApplied.
-// A payment.refunded names the order's whole amount too: the service refunds
-// whole orders, and a partial refund is refused (422) rather than taken for
-// a full one.
-//
-// Traced as a span "webhook ingest" under the request's span, started once
-// the event is parsed and its order known, so that it and everything under
-// it carry order.id; the request's span gets order.id too.
+// Ingest accepts one delivery. Errors, each writing nothing: a signature
+// error (401), ErrMalformed (400), order.ErrNotFound (404), ErrAmountMismatch
+// (422, a partial refund among them: orders are refunded whole). A duplicate
+// returns AlreadyApplied. Its span, "webhook ingest", starts once the order is
+// known, so everything under it carries order.id.
 func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (Result, error) {
 	if err := Verify(in.secret, signature, body, in.now(), in.tolerance); err != nil {
 		in.metrics.SignatureFailure(ctx, signatureFailureReason(err))
@@ -61,12 +56,9 @@ func (in *Ingestor) Ingest(ctx context.Context, signature string, body []byte) (
 	return res, err
 }
 
-// Accept acts on an event the provider sent, once it is verified and
-// parsed: Ingest's second half, and the way in for an event the service
-// learns of by another path than a delivery (orderpaid reconcile reads a
-// charge or a refund from the provider's API, internal/ops/reconcile). Errors:
-// order.ErrNotFound, ErrAmountMismatch; a second Accept of an event, by any
-// path, answers AlreadyApplied and writes nothing.
+// Accept acts on a verified, parsed event: Ingest's second half, and the way
+// in for one learnt otherwise (orderpaid reconcile). Errors:
+// order.ErrNotFound, ErrAmountMismatch; a second Accept answers AlreadyApplied.
 func (in *Ingestor) Accept(ctx context.Context, ev Event) (Result, error) {
 	if !ev.movesOrder() {
 		return Result{EventID: ev.ID, Outcome: Ignored}, nil
@@ -85,11 +77,9 @@ func (in *Ingestor) Accept(ctx context.Context, ev Event) (Result, error) {
 	return Result{EventID: ev.ID, Outcome: outcome}, nil
 }
 
-// accept records the event in the webhook inbox and enqueues its message
-// (order_paid for payment.succeeded, order_refunded for payment.refunded), in
-// one transaction: a duplicate, concurrent or not, writes nothing
-// (AlreadyApplied). A payment.succeeded's charge is recorded in it too
-// (RecordCharge). The technique and its span: docs/techniques/inbox.md.
+// accept records the event in the webhook inbox, its charge (RecordCharge)
+// and its message (order_paid, order_refunded) in one transaction: a
+// duplicate, concurrent or not, writes nothing (docs/techniques/inbox.md).
 func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error) {
 	outcome := effect.Applied
 	ctx, step := telemetry.StartStep(ctx, in.metrics, effect.PaymentEventAccepted, effect.WebhookInbox)
@@ -114,9 +104,8 @@ func (in *Ingestor) accept(ctx context.Context, ev Event) (effect.Outcome, error
 	return outcome, step.Answer(outcome, err)
 }
 
-// RecordEvent records the event in the webhook inbox, keyed by the
-// provider's event id: Applied the first time, AlreadyApplied for every
-// later delivery of it, which then enqueues nothing.
+// RecordEvent records the event in the webhook inbox, keyed by its id:
+// Applied the first time, AlreadyApplied (enqueuing nothing) after.
 func RecordEvent(ctx context.Context, q *queries.Queries, ev Event) (effect.Outcome, error) {
 	n, err := q.WebhookInboxInsert(ctx, queries.WebhookInboxInsertParams{
 		EventID: ev.ID, EventType: ev.Type,

@@ -8,25 +8,17 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// NewDraining wraps sub so that a graceful shutdown finishes the messages
-// already handed out, and acknowledges them, before the broker subscription
-// closes. The worker's consumers and the outbox relay read through it.
+// NewDraining wraps sub so that a graceful shutdown finishes and acks the
+// messages already handed out before the broker subscription closes.
 //
-// Without it, a SIGTERM during a handler loses that message's ack: watermill's
-// router (and the forwarder, which is a router) cancels the subscription's
-// context and closes the subscriber as soon as it starts closing, and every
-// subscriber here (watermill-sql, amqp, nats) then drops the in-flight
-// message unacknowledged. On watermill-sql the acks of a whole batch are one
-// statement at its end, in the poll's transaction, so the cancelled context
-// rolls back the acks of every message of the batch handled so far. The
-// effects have committed, the acks have not, so the broker delivers them
-// again after every deploy. The guards would absorb that repeat, but a clean
-// shutdown should not need them to.
-//
-// On Close it stops handing out new messages, waits up to timeout for the
-// ones handed out to be acked or nacked, and only then closes the broker
-// subscription (which commits those acks). The output channel closes last, so
-// the router, which waits for it, does not return before the acks are written.
+// Without it, a SIGTERM during a handler loses the ack: watermill's router
+// cancels the subscription's context and closes the subscriber at once, and
+// the in-flight message is dropped unacked (on watermill-sql, with the acks of
+// its whole batch, written at the batch's end). Its effects committed, so every
+// deploy would redeliver them: the guards would absorb that, but a clean
+// shutdown should not need them to. On Close it stops handing out, waits up to
+// timeout for acks or nacks, then closes the subscription (committing the
+// acks) and, last, the channel the router waits for.
 func NewDraining(sub message.Subscriber, timeout time.Duration) message.Subscriber {
 	return &drainingSubscriber{Subscriber: sub, timeout: timeout, stop: make(chan struct{}), closed: make(chan struct{})}
 }
@@ -47,9 +39,8 @@ type drainingSubscriber struct {
 	closed   chan struct{}
 }
 
-// Subscribe subscribes with a context that the router's shutdown does not
-// cancel: handlers keep their database connections until they finish. Close
-// cancels it, after the drain; cancelling ctx starts Close.
+// Subscribe subscribes with a context the router's shutdown does not cancel;
+// Close cancels it after the drain, and cancelling ctx starts Close.
 func (d *drainingSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	subCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in, err := d.Subscriber.Subscribe(subCtx, topic)
@@ -57,15 +48,13 @@ func (d *drainingSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		cancel()
 		return nil, err
 	}
-	out := &output{ch: make(chan *message.Message)}
+	ch := make(chan *message.Message)
+	out := &output{ch: ch, close: sync.OnceFunc(func() { close(ch) })}
 	d.mu.Lock()
 	d.cancels = append(d.cancels, cancel)
 	d.outs = append(d.outs, out)
 	d.mu.Unlock()
-	d.forwards.Add(1)
-	go d.forward(in, out)
-	// The router closes a subscription either by calling Close or by
-	// cancelling ctx and waiting for the channel to close: both drain.
+	d.forwards.Go(func() { d.forward(in, out) })
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -76,19 +65,16 @@ func (d *drainingSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 	return out.ch, nil
 }
 
-// output is one subscription's channel to the router; it is closed once,
-// by whichever comes first: the broker closing its channel, or Close.
+// output is one subscription's channel to the router, closed once, by the
+// broker ending it or by Close.
 type output struct {
-	ch   chan *message.Message
-	once sync.Once
+	ch    chan *message.Message
+	close func()
 }
 
-func (o *output) close() { o.once.Do(func() { close(o.ch) }) }
-
-// forward hands messages from the broker to the router until Close, counting
-// each one as in flight until it is acked or nacked.
+// forward hands messages to the router until Close, each in flight until
+// acked or nacked.
 func (d *drainingSubscriber) forward(in <-chan *message.Message, out *output) {
-	defer d.forwards.Done()
 	for {
 		var msg *message.Message
 		select {
@@ -103,8 +89,7 @@ func (d *drainingSubscriber) forward(in <-chan *message.Message, out *output) {
 		}
 		d.mu.Lock()
 		if d.closing {
-			// Never handed out: the broker redelivers it.
-			d.mu.Unlock()
+			d.mu.Unlock() // never handed out: the broker redelivers it
 			return
 		}
 		d.inFlight.Add(1)
@@ -125,8 +110,8 @@ func (d *drainingSubscriber) forward(in <-chan *message.Message, out *output) {
 	}
 }
 
-// Close drains, closes the broker subscription and then the output channels.
-// It is safe to call more than once.
+// Close drains, then closes the subscription and the output channels; it is
+// safe to call more than once.
 func (d *drainingSubscriber) Close() error {
 	d.mu.Lock()
 	if d.closing {

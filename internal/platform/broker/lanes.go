@@ -14,79 +14,52 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Lanes
+// Lanes. watermill-sql hands a group its messages one at a time, each
+// waiting for the previous ack: a group is one line however many workers run.
+// Lanes split the line by order, as Kafka's partitions do: lane k of n is a
+// sub-group, "<group>.lane<k>of<n>", with its own offset row, reading only the
+// rows whose order id hashes to k. Lanes run in parallel; within a lane, and so
+// for any one order, messages still go one at a time and in order. Members of
+// a lane take turns (pgturn.go), and a worker skips a lane another holds.
 //
-// watermill-sql hands a consumer group its messages one at a time: it locks
-// the group's offset row, reads the next rows, and waits for each message's
-// ack before it hands out the next one. A group is a single line, however
-// many workers run, and each message's round trips to PostgreSQL (a commit
-// each, waiting for the disk) add up.
-//
-// Lanes split the line by order, as Kafka splits a topic into partitions: a
-// group reads its table through several sub-groups, "<group>.lane<k>of<n>",
-// each with its own offset row, and lane k takes only the rows whose order id
-// hashes to k (see LaneOf). Lanes run in parallel; inside a lane, and so for
-// any one order, messages are still handed out one at a time and in order.
-// Members of one lane take turns (pgturn.go), so two workers never hand out
-// the same message in the normal case, and a worker skips a lane another one
-// holds (PostgresSchema.SelectQuery): with several workers, each holds some
-// of the lanes.
-//
-// The number of lanes is part of where the group stands, and of its name:
-// another number starts new sub-groups at offset 0, which re-delivers the
-// whole table. The outbox relay reads in outbox.RelayLanes lanes. The postgres
-// broker's consumers read in one: their handlers' failure behaviour (what a
-// killed worker repeats) is what the scenarios teach, and with lanes it would
-// depend on which lanes the orders hashed to; see docs/performance.md.
+// The number of lanes is part of the group's name: another number starts at
+// offset 0 and re-delivers the whole table. The outbox relay reads in
+// outbox.RelayLanes lanes; the consumers in one, so what a killed worker
+// repeats does not depend on how orders hashed (docs/performance.md).
 
-// Lane keys: the SQL expression, over a row of a watermill-sql messages
-// table, that a message's lane is computed from. Both are the order id every
-// event carries in its metadata (messages.MetadataOrderID), else the row's id,
-// so a message without one still has exactly one lane.
+// Lane keys: the SQL over a messages row that its lane is computed from, the
+// order id in its metadata (messages.MetadataOrderID), else the row's id.
 const (
-	// LaneKeyMessage is the key of a broker topic's row: the message itself.
+	// LaneKeyMessage is the key of a broker topic's row.
 	LaneKeyMessage = `coalesce(metadata ->> 'order_id', uuid)`
-	// LaneKeyEnvelope is the key of an outbox row, whose payload is the
-	// forwarder's envelope around the message (its metadata inside).
+	// LaneKeyEnvelope is the key of an outbox row, the forwarder's envelope.
 	LaneKeyEnvelope = `coalesce(payload -> 'metadata' ->> 'order_id', uuid)`
 )
 
-// LaneOf returns the SQL expression of the lane (0 to lanes-1) of a row,
-// given its lane key. hashtext is PostgreSQL's own string hash: stable for a
-// given server version, cheap, and computed by the server that filters, so
-// every subscriber agrees.
+// LaneOf returns the SQL of a row's lane (0 to lanes-1) from its lane key;
+// hashtext is computed by the server that filters, so every subscriber agrees.
 func LaneOf(key string, lanes int) string {
 	return fmt.Sprintf(`abs(hashtext(%s)::bigint) %% %d`, key, lanes)
 }
 
 // LaneGroup is the consumer group lane k of lanes reads group's messages as.
-// The number of lanes is in the name: with another number, a lane holds
-// other messages, and a position kept for the old lane would skip some.
 func LaneGroup(group string, lane, lanes int) string {
 	return fmt.Sprintf("%s.lane%dof%d", group, lane, lanes)
 }
 
 // PostgresSubscriberConfig configures NewPostgresSubscriber.
 type PostgresSubscriberConfig struct {
-	// ConsumerGroup is the group; with lanes, lane k reads as
-	// LaneGroup(ConsumerGroup, k, Lanes).
-	ConsumerGroup string
-	// Lanes is how many lanes; 0 or 1 is one line, read as ConsumerGroup.
-	Lanes int
-	// LaneKey is LaneKeyMessage or LaneKeyEnvelope (with lanes only).
-	LaneKey string
-	// BatchSize is how many rows one poll reads (default 10).
-	BatchSize int
-	// PollInterval is the wait after an empty poll (default 100ms).
-	PollInterval time.Duration
-	// ResendInterval is the wait before a nacked message is handed out again
-	// (default 200ms).
-	ResendInterval time.Duration
+	ConsumerGroup string // with lanes, lane k reads as LaneGroup(ConsumerGroup, k, Lanes)
+	Lanes         int    // 0 or 1: one line, read as ConsumerGroup
+	LaneKey       string // LaneKeyMessage or LaneKeyEnvelope (with lanes only)
+	BatchSize     int    // rows one poll reads (default 10)
+	// PollInterval is the wait after an empty poll (default 100ms);
+	// ResendInterval before a nacked message is handed out again (200ms).
+	PollInterval, ResendInterval time.Duration
 }
 
 // NewPostgresSubscriber reads watermill-sql tables through pool with
-// PostgresSchema's poll, in lanes if cfg.Lanes > 1: the postgres broker's
-// consumers and the outbox relay both use it.
+// PostgresSchema's poll, in lanes if cfg.Lanes > 1.
 func NewPostgresSubscriber(pool *pgxpool.Pool, cfg PostgresSubscriberConfig, logger watermill.LoggerAdapter) (message.Subscriber, error) {
 	n := max(cfg.Lanes, 1)
 	lanes := make([]message.Subscriber, n)
@@ -115,13 +88,10 @@ func NewPostgresSubscriber(pool *pgxpool.Pool, cfg PostgresSubscriberConfig, log
 	return newLanedSubscriber(lanes), nil
 }
 
-// lanedSubscriber reads one topic through several watermill-sql subscribers,
-// one per lane, and hands their messages out on one channel. The router
-// handles each message it receives in a goroutine of its own, so the lanes'
-// messages are handled in parallel.
+// lanedSubscriber merges its lanes' subscribers into one channel; the router
+// handles each message in a goroutine of its own, so lanes run in parallel.
 type lanedSubscriber struct {
-	lanes []message.Subscriber
-
+	lanes     []message.Subscriber
 	closeOnce sync.Once
 	closing   chan struct{}
 	closeErr  error
@@ -131,13 +101,10 @@ func newLanedSubscriber(lanes []message.Subscriber) *lanedSubscriber {
 	return &lanedSubscriber{lanes: lanes, closing: make(chan struct{})}
 }
 
-// Subscribe subscribes every lane to topic and merges them. A message
-// received after Close began is nacked, not handed out: its lane's
-// subscriber is closing too and delivers it again later.
+// Subscribe subscribes every lane to topic and merges them; a message
+// received after Close began is nacked, for its lane to deliver again.
 func (l *lanedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	// One context for the lanes of this subscription: if a lane cannot
-	// subscribe, the lanes subscribed before it are stopped too, instead of
-	// reading on for a subscription the caller never got.
+	// One context for the lanes: if one cannot subscribe, the others stop.
 	ctx, cancel := context.WithCancel(ctx)
 	ins := make([]<-chan *message.Message, 0, len(l.lanes))
 	for k, lane := range l.lanes {
@@ -188,8 +155,7 @@ func (l *lanedSubscriber) SubscribeInitialize(topic string) error {
 	return nil
 }
 
-// Close closes every lane; their channels, and then the merged one, close
-// once their subscriptions have ended.
+// Close closes every lane; their channels, then the merged one, close after.
 func (l *lanedSubscriber) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.closing)

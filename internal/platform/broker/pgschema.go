@@ -9,38 +9,28 @@ import (
 )
 
 // PostgresSchema is watermill-sql's DefaultPostgreSQLSchema (same tables,
-// same inserts, same visibility rule) with a poll whose cost does not grow
-// with the backlog. Both readers of watermill-sql tables use it: the
-// postgres broker's subscribers and the outbox relay.
+// inserts and visibility rule) with a poll whose cost does not grow with the
+// backlog; the broker's subscribers and the outbox relay read with it.
 //
-// watermill's poll selects the rows after the group's position as two ranges
-// joined by OR (same transaction, later offset; or a later transaction),
-// then sorts them and keeps the first batch. PostgreSQL cannot stop early on
-// an OR of ranges: it reads every row waiting and sorts them all, so with a
-// backlog (a backfill of a million orders, a consumer that was down for an
-// hour) each poll reads the whole backlog to return ten rows, and the
-// consumer slows down the further behind it is. The same condition written
-// as one row comparison, (transaction_id, "offset") > (position), is one
-// range of the table's primary key, read in order and stopped at the batch
-// size. See BenchmarkPollWithBacklog and docs/performance.md.
+// watermill selects the rows after the position as two ranges joined by OR,
+// which PostgreSQL cannot stop early on: each poll read and sorted the whole
+// backlog (a backfill, a consumer down for an hour) to return ten rows. As one
+// row comparison, (transaction_id, "offset") > (position), it is one range of
+// the primary key, stopped at the batch size (BenchmarkPollWithBacklog,
+// docs/performance.md).
 type PostgresSchema struct {
 	wsql.DefaultPostgreSQLSchema
-	// BatchSize is how many rows one poll reads.
-	BatchSize int
-	// Lanes, when more than 1, makes the poll read only the rows of lane
-	// Lane, computed from LaneKey (see lanes.go and LaneOf).
+	BatchSize int // rows one poll reads
+	// Lanes, when more than 1, makes the poll read only lane Lane's rows,
+	// computed from LaneKey (LaneKeyMessage or LaneKeyEnvelope; lanes.go).
 	Lanes, Lane int
-	// LaneKey is LaneKeyMessage or LaneKeyEnvelope.
-	LaneKey string
-	// Turn makes the poll take the group's turn from the transaction's
-	// advisory lock (turnBeginner, pgturn.go) instead of locking the
-	// position FOR UPDATE, and run in READ COMMITTED. A subscriber's
-	// transaction then has no id while its handler runs.
+	LaneKey     string
+	// Turn takes the group's turn from an advisory lock (pgturn.go), in READ
+	// COMMITTED, instead of FOR UPDATE: no transaction id while a handler runs.
 	Turn bool
 }
 
-// SubscribeIsolationLevel is watermill's REPEATABLE READ, or READ COMMITTED
-// with Turn: the poll's snapshot must be taken after the turn's lock.
+// SubscribeIsolationLevel is READ COMMITTED with Turn, to snapshot after the lock.
 func (s PostgresSchema) SubscribeIsolationLevel() sql.IsolationLevel {
 	if s.Turn {
 		return sql.LevelReadCommitted
@@ -48,25 +38,16 @@ func (s PostgresSchema) SubscribeIsolationLevel() sql.IsolationLevel {
 	return s.DefaultPostgreSQLSchema.SubscribeIsolationLevel()
 }
 
-// SelectQuery returns the poll: the group's position, locked FOR UPDATE as
-// watermill does (or, with Turn, read once the transaction has the group's
-// turn: pgturn.go), then the next BatchSize committed rows after it, in
-// (transaction_id, offset) order. Two differences from watermill's:
-//
-//   - The position is locked only when a row is waiting after it. Taking the
-//     lock gives the transaction an id and makes its commit wait for a WAL
-//     flush; an idle worker polls each of its lanes ten times a second, and
-//     those empty polls now only read.
-//   - The lock SKIPs a position another member of the group holds: that
-//     member is handling the messages after it, so there is nothing to hand
-//     out, and this poll returns no rows at once instead of waiting on the
-//     lock with a connection open (and then failing with a serialization
-//     error: the subscriber reads in REPEATABLE READ). Members still take
-//     turns; with lanes, several workers hold different lanes at once.
-//
-// A row is visible only once every transaction that started before it has
-// ended (pg_snapshot_xmin): one still running could commit a row that sorts
-// before it. That rule is watermill's, unchanged.
+// SelectQuery returns the poll: the group's position, locked FOR UPDATE (or,
+// with Turn, read once the transaction has the turn), then the next BatchSize
+// committed rows after it in (transaction_id, offset) order. Unlike watermill,
+// it locks the position only when a row waits after it (a lock gives the
+// transaction an id and its commit a WAL flush, ten empty polls a second per
+// lane), and SKIPs a position another member holds: that member is handing
+// out the rows after it, so this poll returns none at once, rather than wait
+// with a connection open and then fail to serialize. A row is visible only
+// once every transaction that started before it has ended
+// (pg_snapshot_xmin), as in watermill.
 func (s PostgresSchema) SelectQuery(params wsql.SelectQueryParams) (wsql.Query, error) {
 	offsets, ok := params.OffsetsAdapter.(interface{ MessagesOffsetsTable(string) string })
 	if !ok {
@@ -103,13 +84,9 @@ LIMIT ` + fmt.Sprint(max(s.BatchSize, 1))
 	return wsql.Query{Query: query, Args: []any{params.ConsumerGroup}}, nil
 }
 
-// SchemaInitializingQueries creates watermill's tables and, when the schema
-// reads in lanes, an index of each row's lane followed by its position, so a
-// lane's poll is one range of that index: it reads only its own rows, and
-// computes no lane (no JSON parsed) at poll time. watermill runs these
-// queries in one transaction behind an advisory lock, and BatchReader.start
-// runs them the same way, so subscribers and batch readers starting together
-// do not race to create the index.
+// SchemaInitializingQueries creates watermill's tables and, with lanes, an
+// index of each row's lane then position: a lane's poll reads one range of its
+// rows, parsing no JSON. They run behind an advisory lock: no race.
 func (s PostgresSchema) SchemaInitializingQueries(params wsql.SchemaInitializingQueriesParams) ([]wsql.Query, error) {
 	queries, err := s.DefaultPostgreSQLSchema.SchemaInitializingQueries(params)
 	if err != nil || s.Lanes <= 1 {

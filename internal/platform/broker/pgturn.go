@@ -10,37 +10,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A group's turn
-//
-// Members of a consumer group take turns: one hands out the messages after
-// the group's position while the others wait. watermill takes the turn by
-// locking the position's row FOR UPDATE, and the subscriber keeps its
-// transaction open while the handler runs. A row lock gives the transaction
-// an id, and every reader of a watermill-sql table on the server reads only
-// below the oldest transaction id still running (pg_snapshot_xmin): a handler
-// that waits (a provider answering "not now", the retries' backoff, a slow
-// call) held back every relay and consumer on the server for as long. A
-// watch of pg_stat_activity during the test suite saw an e-mail's handler
-// hold one for 17s.
+// A group's turn. Members of a group take turns handing out the messages
+// after its position. watermill takes the turn by locking the position's row
+// FOR UPDATE, in a transaction kept open while the handler runs; a row lock
+// gives the transaction an id, and every watermill-sql reader on the server
+// reads only below the oldest running id (pg_snapshot_xmin), so a handler
+// that waited (a "not now", a backoff, a slow call) held back every relay and
+// consumer: one e-mail's handler, for 17s in the test suite.
 //
 // Here the turn is a transaction-level advisory lock, taken by the
-// subscriber's first statement (turnBeginner) and noted in a setting of the
-// transaction that the poll reads (PostgresSchema.Turn). An advisory lock
-// gives the transaction no id: while a handler runs, its subscriber holds
-// nothing back; the transaction gets an id only at the ack, just before its
-// commit. The poll runs in READ COMMITTED, so its snapshot is taken after the
-// lock: it sees the position the previous holder committed.
-//
-// A worker of an older version, which takes the turn FOR UPDATE, does not
-// wait for this one's advisory lock: while both run (a rolling deploy), a
-// message may be handed out twice, which the guards answer as any
-// redelivery.
+// subscriber's first statement (turnBeginner) and noted in a setting the poll
+// reads (PostgresSchema.Turn). It gives the transaction no id until the ack;
+// the poll runs in READ COMMITTED, after the lock, so it sees the position the
+// previous holder committed. An older worker, turning FOR UPDATE, ignores this
+// lock: during a rolling deploy a message may go out twice, which the guards
+// answer as any redelivery.
 
-// turnLockClass is the first key of the turn's advisory lock: it keeps the
-// turns apart from every other advisory lock of the application.
+// turnLockClass, the lock's first key, keeps turns apart from the
+// application's other advisory locks.
 const turnLockClass = 0x6f70 // "op"
 
-// turnSetting is the transaction's setting that says whether it has the turn.
+// turnSetting says whether the transaction has the turn.
 const turnSetting = "orderpaid.turn"
 
 // turnKey is the second key of group's turn.
@@ -50,12 +40,10 @@ func turnKey(group string) int32 {
 	return int32(h.Sum32())
 }
 
-// takeTurnQuery tries to take group's turn, without waiting, and notes in
-// the transaction whether it did ('true' or 'false').
+// takeTurnQuery tries to take the turn, without waiting, and notes whether it did.
 const takeTurnQuery = `SELECT set_config('` + turnSetting + `', pg_try_advisory_xact_lock($1, $2)::text, true)`
 
-// turnBeginner begins a subscriber's transactions with an attempt to take
-// its group's turn.
+// turnBeginner begins each transaction with an attempt to take the turn.
 type turnBeginner struct {
 	wsql.Beginner
 	key int32

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -11,15 +12,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// queryTracer turns each query into a CLIENT span, named after the sqlc query
-// ("OrderMarkPaid", "LedgerEntryInsert") or, for SQL without a sqlc name
-// (watermill's, BEGIN, COMMIT), after its first keyword.
-//
-// It makes a span only under a recording span: a query inside a traced
-// request or delivery shows in that trace, and the relay's and subscribers'
-// polling every 100ms, which belongs to no trace, makes none. With tracing
-// off it costs one context lookup per query. The tracer comes from the
-// parent span, so the pool needs no tracer provider when it is created.
+// queryTracer turns each query into a CLIENT span named after the sqlc query
+// ("OrderMarkPaid") or, without one (watermill's SQL, BEGIN), its first
+// keyword. Only under a recording span: the polling every 100ms, in no trace,
+// makes none, and with tracing off a query costs one context lookup. The
+// tracer comes from the parent span, so the pool needs no tracer provider.
 type queryTracer struct{}
 
 // TraceQueryStart starts the query's span.
@@ -49,9 +46,7 @@ func (queryTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 	if data.Err != nil {
 		span.RecordError(data.Err)
 		span.SetStatus(codes.Error, data.Err.Error())
-	} else {
-		// 0 rows from an INSERT ... ON CONFLICT DO NOTHING is a guard saying
-		// "already applied".
+	} else { // 0 rows from an ON CONFLICT DO NOTHING: a guard's "already applied"
 		span.SetAttributes(attribute.Int64("db.rows_affected", data.CommandTag.RowsAffected()))
 	}
 	span.End()
@@ -60,24 +55,14 @@ func (queryTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 // describeSQL returns a span name and the operation (first keyword) of sql.
 // sqlc puts "-- name: OrderMarkPaid :one" on the first line of its queries.
 func describeSQL(sql string) (name, operation string) {
-	for _, line := range strings.Split(sql, "\n") {
+	for line := range strings.Lines(sql) {
 		line = strings.TrimSpace(line)
 		if rest, ok := strings.CutPrefix(line, "-- name:"); ok && name == "" {
-			if f := strings.Fields(rest); len(f) > 0 {
-				name = f[0]
-			}
-			continue
+			name, _, _ = strings.Cut(strings.TrimSpace(rest), " ")
+		} else if line != "" && !strings.HasPrefix(line, "--") {
+			operation = strings.ToUpper(strings.Trim(strings.Fields(line)[0], ";("))
+			break
 		}
-		if line == "" || strings.HasPrefix(line, "--") {
-			continue
-		}
-		if f := strings.Fields(line); len(f) > 0 {
-			operation = strings.ToUpper(strings.Trim(f[0], ";("))
-		}
-		break
 	}
-	if name == "" {
-		name = operation
-	}
-	return name, operation
+	return cmp.Or(name, operation), operation
 }

@@ -17,14 +17,10 @@ type Beginner interface {
 
 var _ Beginner = (*pgxpool.Pool)(nil)
 
-// InTx runs fn in a READ COMMITTED transaction and commits when fn returns
-// nil. Any error from fn, and any panic, rolls the transaction back. A failed
-// commit is reported as such: the caller must not assume its writes happened.
-//
-// When ctx carries an enclosing transaction (WithEnclosingTx), fn runs in a
-// savepoint of it instead, whatever db is: an error rolls back to the
-// savepoint, and success releases fn's writes into the enclosing
-// transaction, which commits them, or not, later (see below).
+// InTx runs fn in a READ COMMITTED transaction, committed when fn returns
+// nil and rolled back on an error or a panic; a failed commit is an error.
+// Under an enclosing transaction (WithEnclosingTx) fn runs in a savepoint of
+// it instead, whatever db is (see below).
 func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) (err error) {
 	tx, err := Begin(ctx, db)
 	if err != nil {
@@ -34,9 +30,8 @@ func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) (err error
 	return fn(tx)
 }
 
-// Begin begins a READ COMMITTED transaction on db, or a savepoint of the
-// enclosing transaction of ctx (WithEnclosingTx), for a caller that ends it
-// with End: the straight-line form of InTx.
+// Begin is the straight-line form of InTx: it begins the transaction (or
+// savepoint) that End ends.
 func Begin(ctx context.Context, db Beginner) (pgx.Tx, error) {
 	if enclosing, ok := EnclosingTx(ctx); ok {
 		db = enclosing
@@ -48,9 +43,8 @@ func Begin(ctx context.Context, db Beginner) (pgx.Tx, error) {
 	return tx, nil
 }
 
-// End commits tx when *err is nil and rolls it back otherwise; a failed
-// commit becomes *err, and the caller must not assume its writes happened.
-// Defer it right after Begin: `defer postgres.End(ctx, tx, &err)`.
+// End commits tx when *err is nil, else rolls it back; a failed commit
+// becomes *err. Defer it right after Begin: `defer postgres.End(ctx, tx, &err)`.
 func End(ctx context.Context, tx pgx.Tx, err *error) {
 	if p := recover(); p != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
@@ -67,30 +61,16 @@ func End(ctx context.Context, tx pgx.Tx, err *error) {
 	}
 }
 
-// The enclosing transaction
-//
-// A consumer whose position commits with its effects (CONSUMER_POSITION=
-// with-effects, broker.BatchReader) runs the handler inside the
-// transaction that read the messages and will move the position. The
-// handler does not change for it: the reader puts its transaction in each
-// message's context (WithEnclosingTx), and then
-//
-//   - InTx, given such a context, opens a savepoint in it instead of a
-//     transaction of its own: a failing step rolls back to the savepoint
-//     and the rest of the batch goes on, and what a step "commits" is
-//     released into the enclosing transaction, durable only when the
-//     reader commits it with the position;
-//   - a Routed pool runs each statement on the enclosing transaction of
-//     its context, so the reads and writes a handler makes outside InTx
-//     (its inbox look-ups, its execution log, the poison queue) are in it
-//     too, see what it wrote, and never wait for its locks from another
-//     connection (which would be a deadlock PostgreSQL cannot see: the
-//     enclosing transaction would be waiting on its client, not on a lock).
-//
-// A transaction is one connection: statements on it run one at a time, so
-// a handler in this mode must not use the database from several
-// goroutines at once (the batch handlers call the provider side by side and
-// write their answers afterwards, in one goroutine).
+// The enclosing transaction. A consumer whose position commits with its
+// effects (CONSUMER_POSITION=with-effects, broker.BatchReader) runs the
+// handler, unchanged, in the transaction that read the messages: the reader
+// puts it in each message's context (WithEnclosingTx). InTx then opens a
+// savepoint in it, so a failing step rolls back alone and a step's "commit"
+// is durable only with the position; a Routed pool runs each statement on it,
+// so a handler's other reads and writes (inbox, execution log, poison queue)
+// see its writes and never wait for its locks from another connection, a
+// deadlock PostgreSQL cannot see. One transaction is one connection: such a
+// handler must not use the database from several goroutines at once.
 
 type enclosingTxKey struct{}
 
@@ -106,9 +86,8 @@ func EnclosingTx(ctx context.Context) (pgx.Tx, bool) {
 	return tx, ok
 }
 
-// Routed is a pool whose statements run on the enclosing transaction of
-// their context when it has one (WithEnclosingTx), and on the pool
-// otherwise. It has the method set sqlc's queries.New takes.
+// Routed is a pool whose statements run on their context's enclosing
+// transaction when it has one; it has the method set queries.New takes.
 type Routed struct{ Pool *pgxpool.Pool }
 
 func (r Routed) db(ctx context.Context) interface {
@@ -122,17 +101,15 @@ func (r Routed) db(ctx context.Context) interface {
 	return r.Pool
 }
 
-// Exec runs sql on the enclosing transaction of ctx, or the pool.
+// Exec, Query and QueryRow run sql on ctx's enclosing transaction, or the pool.
 func (r Routed) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	return r.db(ctx).Exec(ctx, sql, args...)
 }
 
-// Query runs sql on the enclosing transaction of ctx, or the pool.
 func (r Routed) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	return r.db(ctx).Query(ctx, sql, args...)
 }
 
-// QueryRow runs sql on the enclosing transaction of ctx, or the pool.
 func (r Routed) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return r.db(ctx).QueryRow(ctx, sql, args...)
 }

@@ -17,15 +17,10 @@ import (
 	"unicode/utf8"
 )
 
-// Error is a refused body. Field is the JSON path of the member at fault
-// ("data.order_id"), empty when the body as a whole is; Reason says what is
-// wrong with it in words a client can act on.
-type Error struct {
-	Field  string
-	Reason string
-}
+// Error is a refused body: Field is the JSON path at fault ("data.order_id"),
+// empty for the whole body; Reason says what is wrong, for a client to act on.
+type Error struct{ Field, Reason string }
 
-// Error implements error.
 func (e *Error) Error() string {
 	if e.Field == "" {
 		return e.Reason
@@ -33,19 +28,11 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("field %q %s", e.Field, e.Reason)
 }
 
-// Decode parses body, which must be exactly one JSON object, into v, a
-// pointer to a struct. Member names must be exactly the struct's json names
-// (at every level of nesting), and Decode refuses, naming the field:
-//
-//   - a member that is not a field of v, or differs from one only in case;
-//   - a member that appears twice in one object;
-//   - a string that is not valid UTF-8, raw or as a lone \u surrogate escape;
-//   - a string holding NUL (\u0000);
-//   - a value of the wrong JSON type, or one its Go type cannot parse (a
-//     malformed UUID);
-//
-// and a body that is not one object, or has anything but whitespace after
-// it. Every error is an *Error.
+// Decode parses body, exactly one JSON object, into v, a pointer to a struct,
+// refusing with an *Error naming the field: a member not among v's json names
+// (any depth, case included) or given twice, invalid UTF-8 (raw or a lone \u
+// surrogate) or NUL, a value its Go type cannot take (a malformed UUID), or
+// anything after the object.
 func Decode(body []byte, v any) error {
 	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
 	w.dec.UseNumber()
@@ -58,8 +45,7 @@ func Decode(body []byte, v any) error {
 	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
 		return &Error{Reason: "unexpected data after the JSON object"}
 	}
-	// The body is now known to name only v's fields, exactly and once, so
-	// encoding/json's case-insensitive matching has nothing left to guess.
+	// Only v's fields, exactly and once: encoding/json has nothing to guess.
 	if err := json.Unmarshal(body, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -70,16 +56,15 @@ func Decode(body []byte, v any) error {
 	return nil
 }
 
-// walker reads one body's tokens, checking each against the type it is
-// decoded into; body is there to look at each token's raw bytes, which
-// encoding/json has already cleaned up in the token itself.
+// walker checks one body's tokens against the type each is decoded into,
+// and each string's raw bytes in body, which the token has cleaned up.
 type walker struct {
 	dec  *json.Decoder
 	body []byte
 }
 
-// token reads the next token and checks its raw text. path names the value
-// read in errors, or the object whose member name is read (name set).
+// token reads the next token and checks its raw text; path names the value,
+// or (name) the object whose member name is read.
 func (w *walker) token(path string, name bool) (json.Token, error) {
 	start := w.dec.InputOffset()
 	tok, err := w.dec.Token()
@@ -89,8 +74,7 @@ func (w *walker) token(path string, name bool) (json.Token, error) {
 	if _, ok := tok.(string); !ok {
 		return tok, nil
 	}
-	// Between tokens there are only separators and whitespace, so the raw
-	// span of a string token can be checked as it stands.
+	// Between tokens are only separators and whitespace: the span is the string.
 	switch reason := checkString(w.body[start:w.dec.InputOffset()]); {
 	case reason == "":
 		return tok, nil
@@ -164,8 +148,7 @@ func (w *walker) object(path string, t reflect.Type) error {
 	return err
 }
 
-// checkString says what is wrong with the raw text of one string token, if
-// anything: invalid UTF-8, an escaped lone surrogate, or NUL.
+// checkString says what is wrong with a string token's raw text, if anything.
 func checkString(raw []byte) string {
 	if !utf8.Valid(raw) {
 		return "is not valid UTF-8"
@@ -221,9 +204,8 @@ func syntaxError(err error) error {
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
-// fieldsOf maps the json names of struct type t to their types, as
-// encoding/json sees them (the fields of an untagged embedded struct are
-// promoted); nil when t is not a struct decoded member by member.
+// fieldsOf maps struct t's json names to their types as encoding/json sees
+// them (embedded structs promoted); nil when t is not decoded member by member.
 func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	if t == nil || t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(textUnmarshaler) {
 		return nil
@@ -266,9 +248,8 @@ func describe(t reflect.Type) string {
 	return "an object"
 }
 
-// IsMediaType reports whether a Content-Type value declares JSON:
-// application/json, with parameters such as charset=utf-8 allowed but no
-// charset other than UTF-8 (JSON is UTF-8).
+// IsMediaType reports whether a Content-Type is application/json, with no
+// charset other than UTF-8.
 func IsMediaType(contentType string) bool {
 	mediaType, params, err := mime.ParseMediaType(contentType)
 	charset, ok := params["charset"]
