@@ -61,10 +61,10 @@ func boundaries(t *testing.T) []string {
 // one crash each, every guard on, with the providers of the published page
 // (keys forgotten, the webhook late, the event sent twice). Every cell must
 // end with each effect once, and say what the page's row says: the guards
-// that answered this crash (docs/crash-matrix.md, made with orderpaid-lab
-// crashmatrix --forget-keys --late-webhook --two-events --every-guard
-// --markdown). A change that makes another guard answer a crash fails here
-// until the page is made again.
+// of the flow that answered this crash (docs/crash-matrix.md, made with
+// orderpaid-lab crashmatrix --forget-keys --late-webhook --two-events
+// --every-guard --markdown). A change that makes another of the flow's
+// guards answer a crash, or none, fails here until the page is made again.
 func TestCrashMatrixHoldsOnPaymentAndOrderPaid(t *testing.T) {
 	cells := crashmatrix.Cells(crashmatrix.Select(boundaries(t), "payment", "order_paid"))
 	if len(cells) < 40 {
@@ -77,10 +77,33 @@ func TestCrashMatrixHoldsOnPaymentAndOrderPaid(t *testing.T) {
 			t.Errorf("%s: %s (replay: %s%s; logs: %s)", o.Cell, strings.Join(o.Damage, ", "), crashmatrix.ReplayCommand(o), worlds.Flags(), o.LogDir)
 			continue
 		}
-		if want, got := page[o.Cell.String()], crashmatrix.Verdict(o); got != want {
-			t.Errorf("%s: %q, and docs/crash-matrix.md says %q: make the page again from a run", o.Cell, got, want)
+		own := ownGuards[o.Cell.Flow()]
+		if want, got := page[o.Cell.String()], crashmatrix.Verdict(o); answering(got, own) != answering(want, own) {
+			t.Errorf("%s: %q, and docs/crash-matrix.md says %q: the flow's own guards answer this crash differently now; make the page again from a run", o.Cell, got, want)
 		}
 	}
+}
+
+// ownGuards are the guards of a flow's own process, which answer its crash
+// whatever the timing. A guard further down the flow (the e-mail's inbox in
+// a cell of order_paid) may answer a repeat of its own before the
+// recovery's end, or just after it, from run to run: it is not compared.
+var ownGuards = map[string][]string{
+	"payment":    {"ask_provider_first", "idempotency_key", "webhook_inbox"},
+	"order_paid": {"state_check", "reservation_row", "unique_ledger_key"},
+}
+
+// answering is a verdict's "held" and the guards of own it names, sorted.
+func answering(verdict string, own []string) string {
+	held, guards, _ := strings.Cut(verdict, ": ")
+	var mine []string
+	for _, g := range strings.Split(guards, ", ") {
+		if slices.Contains(own, g) {
+			mine = append(mine, g)
+		}
+	}
+	slices.Sort(mine)
+	return held + ": " + strings.Join(mine, ", ")
 }
 
 // pageVerdicts reads the cells of the page's first table that names each
