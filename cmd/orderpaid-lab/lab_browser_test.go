@@ -49,7 +49,7 @@ func TestLabPageInBrowser(t *testing.T) {
 
 	// The ledger key off, on the page: the same five events now pay the
 	// affiliate again.
-	b.do(chromedp.Click(chromedp.ID("guard-ledger-key")))
+	b.click("guard-ledger-key")
 	b.waitJS("the warning banner names the guard", `!document.getElementById("banner").hidden && document.getElementById("banner").textContent.includes("ledger-key")`)
 	b.do(chromedp.Click(chromedp.ID("redeliver")))
 	b.waitCounts(id, "five more executions", map[string]int{"order_paid": 11}, nil)
@@ -58,7 +58,7 @@ func TestLabPageInBrowser(t *testing.T) {
 	b.screenshot("lab-guard-off.png", `window.scrollTo(0, 0)`)
 	b.screenshot("lab-controls.png", `document.getElementById("providers").scrollIntoView()`)
 
-	b.do(chromedp.Click(chromedp.ID("guard-ledger-key")))
+	b.click("guard-ledger-key")
 	b.waitJS("the banner gone with the guard back on", `document.getElementById("banner").hidden`)
 }
 
@@ -164,6 +164,15 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.t.Fatalf("browser: %v; page: %s", err, b.state())
 	}
+}
+
+// click clicks the element with this id from inside the page, found when
+// it is clicked: the page draws some controls again at every refresh (the
+// guards' buttons), and a node chromedp found a moment before may be gone
+// by its click ("Could not find node with given id").
+func (b *browser) click(id string) {
+	b.t.Helper()
+	b.waitJS("#"+id+" clicked", `(() => { const e = document.getElementById(`+strconv.Quote(id)+`); if (!e) return false; e.click(); return true })()`)
 }
 
 func (b *browser) text(js string) string {
