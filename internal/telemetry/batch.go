@@ -32,15 +32,7 @@ func StartBatch(tp trace.TracerProvider, system, topic, group string, msgs []*me
 	spans := make([]trace.Span, len(msgs))
 	links := make([]trace.Link, len(msgs))
 	for i, m := range msgs {
-		attrs := append(MessageAttributes(system, topic, m),
-			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"),
-			semconv.MessagingConsumerGroupName(group),
-		)
-		var ctx context.Context
-		ctx, spans[i] = tr.Start(ExtractMessage(m.Context(), m), "process "+topic,
-			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
-		m.SetContext(WithMessageOrderID(ctx, m))
+		spans[i] = startProcess(tr, system, topic, group, m)
 		links[i] = trace.Link{SpanContext: spans[i].SpanContext()}
 	}
 	_, batch := tr.Start(context.Background(), "process "+topic+" batch",

@@ -97,15 +97,8 @@ func ConsumerMiddleware(tp trace.TracerProvider, system string) message.HandlerM
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			topic := message.SubscribeTopicFromCtx(msg.Context())
-			attrs := append(MessageAttributes(system, topic, msg),
-				semconv.MessagingOperationTypeProcess,
-				semconv.MessagingOperationName("process"),
-				semconv.MessagingConsumerGroupName(message.HandlerNameFromCtx(msg.Context())),
-			)
-			ctx, span := tr.Start(ExtractMessage(msg.Context(), msg), "process "+topic,
-				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+			span := startProcess(tr, system, topic, message.HandlerNameFromCtx(msg.Context()), msg)
 			defer span.End()
-			msg.SetContext(WithMessageOrderID(ctx, msg))
 
 			before := msg.Metadata.Get(middleware.ReasonForPoisonedKey) // set when replayed from the poison queue
 			out, err := h(msg)
@@ -120,4 +113,19 @@ func ConsumerMiddleware(tp trace.TracerProvider, system string) message.HandlerM
 			return out, err
 		}
 	}
+}
+
+// startProcess starts msg's CONSUMER span "process <topic>", a child of the
+// context the message carries, and puts it (and the order id) in the
+// message's context: a delivery's span, read alone or in a batch.
+func startProcess(tr trace.Tracer, system, topic, group string, msg *message.Message) trace.Span {
+	attrs := append(MessageAttributes(system, topic, msg),
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingConsumerGroupName(group),
+	)
+	ctx, span := tr.Start(ExtractMessage(msg.Context(), msg), "process "+topic,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	msg.SetContext(WithMessageOrderID(ctx, msg))
+	return span
 }

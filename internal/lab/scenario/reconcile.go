@@ -116,11 +116,7 @@ func (s *Stage) reconcileTwice(ctx context.Context) error {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := s.Command(ctx, args...)
-			var exit *exec.ExitError
-			if errors.As(err, &exit) && exit.ExitCode() == reconcile.ExitWaiting {
-				err = nil // settled; the worker applies it after the run
-			}
+			_, err := s.runReconcile(ctx, args) // settled or not: the worker applies it after the run
 			errs <- err
 		}()
 	}
@@ -137,7 +133,14 @@ func (s *Stage) Reconcile(ctx context.Context, grace time.Duration) (settled boo
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	out, err := s.Command(ctx, append(s.guardArgs("reconcile"), "--grace", grace.String())...)
+	return s.runReconcile(ctx, append(s.guardArgs("reconcile"), "--grace", grace.String()))
+}
+
+// runReconcile runs `orderpaid reconcile args` once: settled when it exits 3
+// (settled, the worker has not applied it yet), an error for any exit but
+// 0 and 3.
+func (s *Stage) runReconcile(ctx context.Context, args []string) (settled bool, err error) {
+	out, err := s.Command(ctx, args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == reconcile.ExitWaiting {
 		return true, nil
