@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -178,9 +177,9 @@ func (c *Consumers) reserveOrdersStock(b *batch, tx pgx.Tx) error {
 			continue
 		}
 		lead := o.items[0]
-		outcome, err := lead.run.Step(lead.ctx, effect.StockReserved, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
-			return stock.Reserve(ctx, tx, o.id, lead.msg.UUID)
-		})
+		ctx, step := lead.run.Begin(lead.ctx, effect.StockReserved, effect.Reservation)
+		outcome, err := stock.Reserve(ctx, tx, o.id, lead.msg.UUID)
+		err = step.Answer(outcome, err)
 		if errors.Is(err, stock.ErrOutOfStock) {
 			o.fulfil = false
 			if err := c.compensate(lead.ctx, lead.run, tx, o.id, err); err != nil {

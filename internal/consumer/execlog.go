@@ -16,7 +16,7 @@ import (
 )
 
 // newExecution starts the record of one run of handler on one message,
-// whose guarded steps (run.Step) record writes to the execution log.
+// whose guarded steps (run.Begin, step.Answer) record writes to the execution log.
 func (c *Consumers) newExecution(handler, messageID string) *telemetry.Run {
 	return telemetry.NewRun(handler, messageID)
 }

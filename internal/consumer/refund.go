@@ -176,11 +176,10 @@ func (c *Consumers) refundRefused(ctx context.Context, run *telemetry.Run, step 
 		if err := q.GatewayRefundCallInsert(ctx, call); err != nil {
 			return fmt.Errorf("record the gateway's refund answer: %w", err)
 		}
+		ctx, step := run.Begin(ctx, effect.RefundFailed, effect.StateCheck)
 		var err error
-		outcome, err = run.Step(ctx, effect.RefundFailed, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
-			return order.MarkRefundFailed(ctx, q, call.OrderID, messageID)
-		})
-		return err
+		outcome, err = order.MarkRefundFailed(ctx, q, call.OrderID, messageID)
+		return step.Answer(outcome, err)
 	})
 	switch {
 	case err != nil:
@@ -198,9 +197,8 @@ func (c *Consumers) refundRefused(ctx context.Context, run *telemetry.Run, step 
 // already_applied; the message goes back to the poison queue, named with
 // the refusal the service recorded, for a person to act on.
 func (c *Consumers) refusedBefore(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) error {
-	if _, err := run.Step(ctx, effect.RefundFailed, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
-		return order.MarkRefundFailed(ctx, c.q, orderID, messageID)
-	}); err != nil {
+	stepCtx, step := run.Begin(ctx, effect.RefundFailed, effect.StateCheck)
+	if err := step.Answer(order.MarkRefundFailed(stepCtx, c.q, orderID, messageID)); err != nil {
 		return err
 	}
 	last, err := c.q.GatewayRefundCallLast(ctx, orderID)
@@ -230,21 +228,17 @@ func (c *Consumers) refusedBefore(ctx context.Context, run *telemetry.Run, order
 func (c *Consumers) applyRefund(ctx context.Context, run *telemetry.Run, orderID uuid.UUID, messageID string) error {
 	err := postgres.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		q := queries.New(tx)
-		refunded, err := run.Step(ctx, effect.Refunded, effect.StateCheck, func(ctx context.Context) (effect.Outcome, error) {
-			outcome, _, err := c.guards.MarkRefunded(ctx, q, orderID, messageID)
-			return outcome, err
-		})
-		if err != nil {
+		stepCtx, step := run.Begin(ctx, effect.Refunded, effect.StateCheck)
+		refunded, _, err := c.guards.MarkRefunded(stepCtx, q, orderID, messageID)
+		if err := step.Answer(refunded, err); err != nil {
 			return err
 		}
-		if _, err := run.Step(ctx, effect.StockReleased, effect.Reservation, func(ctx context.Context) (effect.Outcome, error) {
-			return c.guards.ReleaseStock(ctx, tx, orderID, messageID)
-		}); err != nil {
+		stepCtx, step = run.Begin(ctx, effect.StockReleased, effect.Reservation)
+		if err := step.Answer(c.guards.ReleaseStock(stepCtx, tx, orderID, messageID)); err != nil {
 			return err
 		}
-		if _, err := run.Step(ctx, effect.CommissionReversed, effect.LedgerKey, func(ctx context.Context) (effect.Outcome, error) {
-			return c.guards.ReverseCommission(ctx, q, orderID, messageID)
-		}); err != nil {
+		stepCtx, step = run.Begin(ctx, effect.CommissionReversed, effect.LedgerKey)
+		if err := step.Answer(c.guards.ReverseCommission(stepCtx, q, orderID, messageID)); err != nil {
 			return err
 		}
 		if refunded != effect.Applied {
@@ -265,10 +259,8 @@ func (c *Consumers) applyRefund(ctx context.Context, run *telemetry.Run, orderID
 // compensate records, in tx, the refund of an order whose items are short
 // (short, the error that said so): the guarded step "refund_requested".
 func (c *Consumers) compensate(ctx context.Context, run *telemetry.Run, tx pgx.Tx, orderID uuid.UUID, short error) error {
-	_, err := run.Step(ctx, effect.RefundRequested, effect.IntentRow, func(ctx context.Context) (effect.Outcome, error) {
-		return refund.Compensate(ctx, tx, orderID)
-	})
-	if err != nil {
+	ctx, step := run.Begin(ctx, effect.RefundRequested, effect.IntentRow)
+	if err := step.Answer(refund.Compensate(ctx, tx, orderID)); err != nil {
 		return fmt.Errorf("compensate order %s (%w): %w", orderID, short, err)
 	}
 	return nil

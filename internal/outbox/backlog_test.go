@@ -30,15 +30,17 @@ WHERE r.consumer_group IS NULL
 // does when it starts.
 func seedOutbox(tb testing.TB, pool *pgxpool.Pool, rows, perTx int) {
 	tb.Helper()
-	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
-		ConsumerGroup: outbox.RelayGroup, Lanes: outbox.RelayLanes, LaneKey: broker.LaneKeyEnvelope,
-	}, watermill.NopLogger{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer sub.Close()
-	if err := sub.(message.SubscribeInitializer).SubscribeInitialize(outbox.Topic); err != nil {
-		tb.Fatal(err)
+	for lane := range outbox.RelayLanes {
+		sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+			ConsumerGroup: outbox.RelayGroup, Lane: lane, Lanes: outbox.RelayLanes, LaneKey: broker.LaneKeyEnvelope,
+		}, watermill.NopLogger{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer sub.Close()
+		if err := sub.(message.SubscribeInitializer).SubscribeInitialize(outbox.Topic); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	for done := 0; done < rows; done += perTx {
 		if _, err := pool.Exec(tb.Context(), `INSERT INTO watermill_outbox (uuid, payload, metadata, transaction_id)

@@ -3,7 +3,9 @@ package outbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -37,54 +39,77 @@ type RelayConfig struct {
 
 // Relay copies committed outbox rows to the broker, at least once.
 type Relay struct {
-	fwd *forwarder.Forwarder
+	lanes []*forwarder.Forwarder // one forwarder a lane
 }
 
 // The relay reads the outbox as consumer group RelayGroup, in RelayLanes
 // lanes by order id ("outbox_relay.lane0of2", "outbox_relay.lane1of2"; see
-// broker/lanes.go): the rows of different orders are relayed in parallel,
-// those of one order in the order they were written. One lane was the
-// slowest stage of the pipeline: the relay publishes twice per order, each
-// a commit. The OutboxBacklog query repeats the number.
+// broker/lanes.go), a forwarder each: the rows of different orders are
+// relayed in parallel, those of one order in the order they were written.
+// One lane was the slowest stage of the pipeline: the relay publishes twice
+// per order, each a commit. The OutboxBacklog query repeats the number.
 const (
 	RelayGroup = "outbox_relay"
 	RelayLanes = 2
 )
 
 // NewRelay builds a relay reading the outbox through pool and publishing to out.
-// Several relays may run at once: they share one consumer group, whose lanes'
-// offset rows watermill locks FOR UPDATE, so they take turns on each lane
-// instead of publishing the same rows twice in the normal case.
+// Several relays may run at once: they share one consumer group, and take
+// turns on each lane (broker/pgturn.go) instead of publishing the same rows
+// twice in the normal case.
 func NewRelay(pool *pgxpool.Pool, out message.Publisher, logger watermill.LoggerAdapter, cfg RelayConfig) (*Relay, error) {
-	sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
-		ConsumerGroup: RelayGroup,
-		Lanes:         RelayLanes,
-		LaneKey:       broker.LaneKeyEnvelope,
-		BatchSize:     cmp.Or(cfg.BatchSize, 100),
-		PollInterval:  cmp.Or(cfg.PollInterval, 100*time.Millisecond),
-	}, logger)
-	if err != nil {
-		return nil, fmt.Errorf("create outbox subscriber: %w", err)
-	}
 	traced := newTracedPublisher(out, cfg)
 	closeTimeout := cmp.Or(cfg.CloseTimeout, 10*time.Second)
-	// At shutdown the publish in hand finishes and the acks of the batch so
-	// far are committed, so a deploy re-relays nothing. The drain gets most
-	// of the close timeout; the rest is for closing the subscription.
-	fwd, err := forwarder.NewForwarder(broker.NewDraining(sub, closeTimeout*3/4), traced, logger, forwarder.Config{
-		ForwarderTopic: Topic,
-		CloseTimeout:   closeTimeout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create outbox forwarder: %w", err)
+	r := &Relay{}
+	for lane := range RelayLanes {
+		sub, err := broker.NewPostgresSubscriber(pool, broker.PostgresSubscriberConfig{
+			ConsumerGroup: RelayGroup,
+			Lane:          lane,
+			Lanes:         RelayLanes,
+			LaneKey:       broker.LaneKeyEnvelope,
+			BatchSize:     cmp.Or(cfg.BatchSize, 100),
+			PollInterval:  cmp.Or(cfg.PollInterval, 100*time.Millisecond),
+		}, logger)
+		if err != nil {
+			return nil, fmt.Errorf("create outbox subscriber: %w", err)
+		}
+		// At shutdown the publish in hand finishes and the acks of the batch
+		// so far are committed, so a deploy re-relays nothing. The drain gets
+		// most of the close timeout; the rest is for closing the subscription.
+		fwd, err := forwarder.NewForwarder(broker.NewDraining(sub, closeTimeout*3/4), traced, logger, forwarder.Config{
+			ForwarderTopic: Topic,
+			CloseTimeout:   closeTimeout,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create outbox forwarder: %w", err)
+		}
+		r.lanes = append(r.lanes, fwd)
 	}
-	return &Relay{fwd: fwd}, nil
+	return r, nil
 }
 
-// Run relays until ctx is done, then closes the forwarder and returns.
+// Run relays until ctx is done, then closes the lanes' forwarders and
+// returns. A lane that fails stops the others.
 func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(r.lanes))
+	var wg sync.WaitGroup
+	for i, fwd := range r.lanes {
+		wg.Go(func() {
+			if errs[i] = runLane(ctx, fwd); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runLane runs one lane's forwarder until ctx is done, then closes it.
+func runLane(ctx context.Context, fwd *forwarder.Forwarder) error {
 	errc := make(chan error, 1)
-	go func() { errc <- r.fwd.Run(ctx) }()
+	go func() { errc <- fwd.Run(ctx) }()
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -98,19 +123,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		// keeps the handler from ever starting, waits for it all of
 		// CloseTimeout and fails: the worker would exit 1 on a plain SIGTERM.
 		select {
-		case <-r.fwd.Running():
+		case <-fwd.Running():
 		case <-errc:
 			// It ended while starting (the stop cut its start short): the
 			// stop asked for is done.
 			return nil
 		}
-		if err := r.fwd.Close(); err != nil {
+		if err := fwd.Close(); err != nil {
 			return fmt.Errorf("close outbox relay: %w", err)
 		}
 		<-errc
 		return nil
 	}
 }
-
-// Running is closed once the relay is subscribed and relaying.
-func (r *Relay) Running() chan struct{} { return r.fwd.Running() }

@@ -107,19 +107,6 @@ func NewRun(handler, messageID string) *Run {
 	return &Run{Handler: handler, MessageID: messageID}
 }
 
-// Step runs fn as the guarded step that applies effectName under technique t:
-// its span, "effect <name>", encloses fn's work and carries fn's answer, kept
-// in r.Results; an error fails the span instead.
-func (r *Run) Step(ctx context.Context, effectName string, t effect.Technique, fn func(ctx context.Context) (effect.Outcome, error)) (effect.Outcome, error) {
-	ctx, s := StartStep(ctx, nil, effectName, t)
-	s.run = r
-	o, err := fn(ctx)
-	if err != nil {
-		o = ""
-	}
-	return o, s.Answer(o, err)
-}
-
 // Answer keeps the answer o of a step done for many runs at once since
 // started (a batch's statement), with a span covering that time.
 func (r *Run) Answer(ctx context.Context, effectName string, t effect.Technique, o effect.Outcome, started time.Time) {
@@ -129,8 +116,9 @@ func (r *Run) Answer(ctx context.Context, effectName string, t effect.Technique,
 	r.Results = append(r.Results, effect.Result{Effect: effectName, Technique: t, Outcome: o})
 }
 
-// Begin starts a step of r to be ended later, its answer then added to
-// r.Results (a batch's statement answers many runs); Close fails those left open.
+// Begin starts a step of r, its span "effect <name>", to be ended with the
+// guard's answer (Step.Answer), then kept in r.Results; Close fails those
+// left open.
 func (r *Run) Begin(ctx context.Context, effectName string, t effect.Technique) (context.Context, *Step) {
 	ctx, s := StartStep(ctx, nil, effectName, t)
 	s.run = r

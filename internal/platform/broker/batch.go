@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // BatchSource hands one consumer group's messages of one topic out several
@@ -41,31 +40,6 @@ func (b *Broker) BatchReader(topic, group string, size int) (BatchSource, error)
 		return nil, fmt.Errorf("%s: %w", b.Name, ErrNoBatchReader)
 	}
 	return b.batchSource(b.prefix+topic, group, max(size, 1))
-}
-
-// ErrPositionWithEffects: this broker cannot commit a consumer's position
-// in the effects' transaction.
-var ErrPositionWithEffects = errors.New("the position commits with the effects only where it can be kept in PostgreSQL: set BROKER=postgres or BROKER=kafka, or CONSUMER_POSITION=separate")
-
-// BatchReaderWithEffects returns a batch source of topic for group whose
-// position commits in the effects' transaction, on pool (the service's
-// database): on the postgres broker its reader's (BatchReader.WithEffects),
-// on Kafka a row per partition in kafka_positions (kafkaPositions). On
-// RabbitMQ and NATS the position is an ack the broker keeps, and it returns
-// ErrPositionWithEffects.
-func (b *Broker) BatchReaderWithEffects(pool *pgxpool.Pool, topic, group string, size int) (BatchSource, error) {
-	switch {
-	case b.pool != nil:
-		return NewBatchReader(b.pool, b.prefix+topic, group, size).WithEffects(), nil
-	case b.Name == "kafka":
-		src, err := b.batchSource(b.prefix+topic, group, size)
-		if err != nil {
-			return nil, err
-		}
-		src.(*kafkaBatchSource).positions = &kafkaPositions{pool: pool}
-		return src, nil
-	}
-	return nil, fmt.Errorf("%s: %w", b.Name, ErrPositionWithEffects)
 }
 
 // readLoop is the loop of every BatchSource's Loop: it calls read until ctx

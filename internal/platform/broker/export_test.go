@@ -11,10 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Lanes returns the per-lane subscribers of a subscriber read in lanes, for
-// tests that break one lane.
-func Lanes(s message.Subscriber) []message.Subscriber { return s.(*lanedSubscriber).lanes }
-
 // KafkaPositionsApply runs records, polled by cl, as one batch of group
 // with the position kept with the effects (kafkaPositions.apply, steps 1
 // to 4), for tests that play a member at a chosen moment.

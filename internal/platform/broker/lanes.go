@@ -2,10 +2,7 @@ package broker
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -49,8 +46,8 @@ func LaneGroup(group string, lane, lanes int) string {
 
 // PostgresSubscriberConfig configures NewPostgresSubscriber.
 type PostgresSubscriberConfig struct {
-	ConsumerGroup string // with lanes, lane k reads as LaneGroup(ConsumerGroup, k, Lanes)
-	Lanes         int    // 0 or 1: one line, read as ConsumerGroup
+	ConsumerGroup string // with lanes, the subscriber reads as LaneGroup(ConsumerGroup, Lane, Lanes)
+	Lane, Lanes   int    // lane Lane of Lanes; Lanes 0 or 1: one line, read as ConsumerGroup
 	LaneKey       string // LaneKeyMessage or LaneKeyEnvelope (with lanes only)
 	BatchSize     int    // rows one poll reads (default 10)
 	// PollInterval is the wait after an empty poll (default 100ms);
@@ -59,111 +56,24 @@ type PostgresSubscriberConfig struct {
 }
 
 // NewPostgresSubscriber reads watermill-sql tables through pool with
-// PostgresSchema's poll, in lanes if cfg.Lanes > 1.
+// PostgresSchema's poll, one lane of them if cfg.Lanes > 1: a reader of
+// lanes runs a subscriber per lane (outbox.NewRelay, a forwarder each).
 func NewPostgresSubscriber(pool *pgxpool.Pool, cfg PostgresSubscriberConfig, logger watermill.LoggerAdapter) (message.Subscriber, error) {
-	n := max(cfg.Lanes, 1)
-	lanes := make([]message.Subscriber, n)
-	for k := range lanes {
-		group, schema := cfg.ConsumerGroup, PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 10), Turn: true}
-		if n > 1 {
-			group = LaneGroup(cfg.ConsumerGroup, k, n)
-			schema.LaneKey, schema.Lanes, schema.Lane = cfg.LaneKey, n, k
-		}
-		sub, err := wsql.NewSubscriber(newTurnBeginner(pool, group), wsql.SubscriberConfig{
-			ConsumerGroup:    group,
-			SchemaAdapter:    schema,
-			OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
-			PollInterval:     cmp.Or(cfg.PollInterval, 100*time.Millisecond),
-			ResendInterval:   cmp.Or(cfg.ResendInterval, 200*time.Millisecond),
-			InitializeSchema: true,
-		}, logger)
-		if err != nil {
-			return nil, fmt.Errorf("create subscriber for %s: %w", group, err)
-		}
-		lanes[k] = sub
+	group, schema := cfg.ConsumerGroup, PostgresSchema{BatchSize: cmp.Or(cfg.BatchSize, 10), Turn: true}
+	if cfg.Lanes > 1 {
+		group = LaneGroup(cfg.ConsumerGroup, cfg.Lane, cfg.Lanes)
+		schema.LaneKey, schema.Lanes, schema.Lane = cfg.LaneKey, cfg.Lanes, cfg.Lane
 	}
-	if n == 1 {
-		return lanes[0], nil
+	sub, err := wsql.NewSubscriber(newTurnBeginner(pool, group), wsql.SubscriberConfig{
+		ConsumerGroup:    group,
+		SchemaAdapter:    schema,
+		OffsetsAdapter:   wsql.DefaultPostgreSQLOffsetsAdapter{},
+		PollInterval:     cmp.Or(cfg.PollInterval, 100*time.Millisecond),
+		ResendInterval:   cmp.Or(cfg.ResendInterval, 200*time.Millisecond),
+		InitializeSchema: true,
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("create subscriber for %s: %w", group, err)
 	}
-	return newLanedSubscriber(lanes), nil
-}
-
-// lanedSubscriber merges its lanes' subscribers into one channel; the router
-// handles each message in a goroutine of its own, so lanes run in parallel.
-type lanedSubscriber struct {
-	lanes     []message.Subscriber
-	closeOnce sync.Once
-	closing   chan struct{}
-	closeErr  error
-}
-
-func newLanedSubscriber(lanes []message.Subscriber) *lanedSubscriber {
-	return &lanedSubscriber{lanes: lanes, closing: make(chan struct{})}
-}
-
-// Subscribe subscribes every lane to topic and merges them; a message
-// received after Close began is nacked, for its lane to deliver again.
-func (l *lanedSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	// One context for the lanes: if one cannot subscribe, the others stop.
-	ctx, cancel := context.WithCancel(ctx)
-	ins := make([]<-chan *message.Message, 0, len(l.lanes))
-	for k, lane := range l.lanes {
-		in, err := lane.Subscribe(ctx, topic)
-		if err != nil {
-			cancel()
-			for _, in := range ins {
-				for msg := range in { // closed once the lane has stopped
-					msg.Nack()
-				}
-			}
-			return nil, fmt.Errorf("subscribe lane %d: %w", k, err)
-		}
-		ins = append(ins, in)
-	}
-	out := make(chan *message.Message)
-	var wg sync.WaitGroup
-	for _, in := range ins {
-		wg.Go(func() {
-			for msg := range in {
-				select {
-				case out <- msg:
-				case <-l.closing:
-					msg.Nack()
-				}
-			}
-		})
-	}
-	go func() {
-		wg.Wait()
-		cancel()
-		close(out)
-	}()
-	return out, nil
-}
-
-// SubscribeInitialize creates the topic's tables and every lane's offset row.
-func (l *lanedSubscriber) SubscribeInitialize(topic string) error {
-	for k, lane := range l.lanes {
-		init, ok := lane.(message.SubscribeInitializer)
-		if !ok {
-			continue
-		}
-		if err := init.SubscribeInitialize(topic); err != nil {
-			return fmt.Errorf("initialise lane %d: %w", k, err)
-		}
-	}
-	return nil
-}
-
-// Close closes every lane; their channels, then the merged one, close after.
-func (l *lanedSubscriber) Close() error {
-	l.closeOnce.Do(func() {
-		close(l.closing)
-		errs := make([]error, 0, len(l.lanes))
-		for _, lane := range l.lanes {
-			errs = append(errs, lane.Close())
-		}
-		l.closeErr = errors.Join(errs...)
-	})
-	return l.closeErr
+	return sub, nil
 }
