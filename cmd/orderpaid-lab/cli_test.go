@@ -40,6 +40,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"orderpaid", "migrate", "extra"}, `unexpected argument "extra"`},
 		{[]string{"orderpaid", "crashmatrix", "--relay", "wal"}, `--relay "wal": want poll or logical`},
 		{[]string{"orderpaid", "crashmatrix", "--webhook-never", "--late-webhook"}, "no webhook to be late"},
+		{[]string{"orderpaid", "crashmatrix", "--only", "worker/order_paid/OrderMarkPaid#1:lost"}, "a COMMIT's also BOUNDARY:lost"},
+		{[]string{"orderpaid", "crashmatrix", "--lost-answers", "--depth", "2"}, "no restart to crash again in"},
 	}
 	for _, tt := range tests {
 		var out strings.Builder

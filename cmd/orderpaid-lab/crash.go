@@ -7,6 +7,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/orderpaid/orderpaid/internal/lab/netfault"
 	"github.com/orderpaid/orderpaid/internal/platform/config"
 	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
@@ -16,22 +18,23 @@ import (
 func crashNow() { os.Exit(137) }
 
 // watchBoundaries returns the crash matrix's span processor for --crash-at
-// and --boundaries (fault.Boundaries), or none. Both are lab levers: a
-// production process refuses them.
-func watchBoundaries(name string, devRun bool, crashAt, logPath string) (_ []sdktrace.SpanProcessor, closeLog func(), err error) {
+// and --boundaries (fault.Boundaries), or none, and what the pool needs for
+// a COMMIT's answer to be lost (--crash-at ...COMMIT#n:lost). Both are lab
+// levers: a production process refuses them.
+func watchBoundaries(name string, devRun bool, crashAt, logPath string) (_ []sdktrace.SpanProcessor, pool func(*pgxpool.Config), closeLog func(), err error) {
 	closeLog = func() {}
 	if crashAt == "" && logPath == "" {
-		return nil, closeLog, nil
+		return nil, nil, closeLog, nil
 	}
 	if !devRun {
-		return nil, closeLog, usageError{Err: fmt.Errorf("%s: --crash-at, --boundaries: lab levers, refused in a production process: "+
+		return nil, nil, closeLog, usageError{Err: fmt.Errorf("%s: --crash-at, --boundaries: lab levers, refused in a production process: "+
 			"for a test or the crash matrix set %s=1", name, config.DevVariable)}
 	}
 	var record io.Writer
 	if logPath != "" {
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return nil, closeLog, usageError{Err: fmt.Errorf("%s: --boundaries: %w", name, err)}
+			return nil, nil, closeLog, usageError{Err: fmt.Errorf("%s: --boundaries: %w", name, err)}
 		}
 		record, closeLog = f, func() { f.Close() }
 	}
@@ -39,8 +42,9 @@ func watchBoundaries(name string, devRun bool, crashAt, logPath string) (_ []sdk
 	if crashAt != "" {
 		if err := b.CrashAt(crashAt, crashNow); err != nil {
 			closeLog()
-			return nil, func() {}, usageError{Err: fmt.Errorf("%s: --crash-at: %w", name, err)}
+			return nil, nil, func() {}, usageError{Err: fmt.Errorf("%s: --crash-at: %w", name, err)}
 		}
+		pool = func(cfg *pgxpool.Config) { netfault.LoseAnswers(cfg, b.LoseAnswer) }
 	}
-	return []sdktrace.SpanProcessor{b}, closeLog, nil
+	return []sdktrace.SpanProcessor{b}, pool, closeLog, nil
 }

@@ -18,9 +18,9 @@ import (
 
 // matrixFlags are crashmatrix's flags, as parsed.
 type matrixFlags struct {
-	flow, brokerName, relay, without, then, only, bin                               string
-	batch, depth, parallel                                                          int
-	forget, twice, late, lateRetry, never, lag, list, asJSON, markdown, every, keep bool
+	flow, brokerName, relay, without, then, only, bin                                     string
+	batch, depth, parallel                                                                int
+	forget, twice, late, lateRetry, never, lag, list, asJSON, markdown, every, keep, lost bool
 }
 
 func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
@@ -32,13 +32,14 @@ func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
 	fs.StringVar(&f.without, "without", "", "switch guards off (comma-separated) and show where their damage appears: "+strings.Join(switches.Names(), ", "))
 	fs.IntVar(&f.depth, "depth", 1, "1: one crash a cell; 2: then, for the payment and order_paid, a second crash at each boundary the recovery of each first one met (every pair; the count is printed)")
 	fs.StringVar(&f.then, "then", "", "with --only BOUNDARY:side, a second crash BOUNDARY:side in the recovery of the first, as a depth-two replay line prints it")
-	fs.StringVar(&f.only, "only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after, as the table's replay lines print it")
+	fs.StringVar(&f.only, "only", "", "run one boundary's cells, BOUNDARY (both sides) or BOUNDARY:before|after|lost, as the table's replay lines print it")
 	fs.BoolVar(&f.forget, "forget-keys", false, "the gateway and the notification provider forget their idempotency keys once the process has died")
 	fs.BoolVar(&f.twice, "two-events", false, "once the flow has recovered, the gateway sends the payment's event again under a new event id (a second order_paid for the same payment)")
 	fs.BoolVar(&f.late, "late-webhook", false, "the gateway holds the payment's webhook until the client's retries have their answers")
 	fs.BoolVar(&f.lateRetry, "late-retry", false, "a client without an answer comes back only once the webhook has paid the order (not with --late-webhook)")
 	fs.BoolVar(&f.never, "webhook-never", false, "the gateway never sends the payment's webhook; once the cell has recovered, orderpaid reconcile runs once (not with --late-webhook or --late-retry)")
 	fs.BoolVar(&f.lag, "search-lag", false, "the providers' search has not caught up with anything made in the cell: a look-up after the crash finds nothing (not with --forget-keys)")
+	fs.BoolVar(&f.lost, "lost-answers", false, "instead of dying at each boundary, lose the answer of each COMMIT while the process lives on (the commit is durable, the process sees its connection break)")
 	fs.BoolVar(&f.list, "list", false, "print the boundaries the clean run met and stop")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per cell instead of the table")
 	fs.BoolVar(&f.markdown, "markdown", false, "print the tables as Markdown, each boundary linked to its line of code (docs/crash-matrix.md is made with it)")
@@ -72,6 +73,8 @@ func (f *matrixFlags) check() error {
 		return refuse("--webhook-never: there is no webhook to be late or to wait for; drop --late-webhook and --late-retry")
 	case f.lag && f.forget:
 		return refuse("--search-lag with --forget-keys leaves the providers nothing to remember a call by: run them apart")
+	case f.lost && f.depth != 1:
+		return refuse("--lost-answers: a lost answer kills nothing, so there is no restart to crash again in; drop --depth")
 	case f.depth != 1 && f.depth != 2:
 		return refuse("--depth %d: want 1 or 2", f.depth)
 	case f.then != "" && (f.only == "" || !strings.HasSuffix(f.then, ":"+string(fault.Before)) && !strings.HasSuffix(f.then, ":"+string(fault.After))):
@@ -92,9 +95,12 @@ func (f *matrixFlags) onlyCells() ([]crashmatrix.Cell, error) {
 	boundary, side := f.only, fault.When("")
 	if i := strings.LastIndex(f.only, ":"); i > 0 {
 		boundary, side = f.only[:i], fault.When(f.only[i+1:])
-		if side != fault.Before && side != fault.After {
-			return nil, usageError{Err: fmt.Errorf("crashmatrix: --only %q: want BOUNDARY, BOUNDARY:before or BOUNDARY:after", f.only)}
+		if side != fault.Before && side != fault.After && (side != fault.Lost || !fault.IsCommit(boundary)) {
+			return nil, usageError{Err: fmt.Errorf("crashmatrix: --only %q: want BOUNDARY, BOUNDARY:before or BOUNDARY:after (a COMMIT's also BOUNDARY:lost)", f.only)}
 		}
+	}
+	if side == fault.Lost {
+		return crashmatrix.LostCells([]string{boundary}), nil
 	}
 	var cells []crashmatrix.Cell
 	for _, c := range crashmatrix.Cells([]string{boundary}) {
@@ -171,7 +177,7 @@ func runCrashMatrix(e env) error {
 	}
 	summary := crashmatrix.Summary(outcomes, time.Since(start))
 	fmt.Fprintln(e.Stdout, "\n"+summary)
-	if f.depth == 1 && only == nil {
+	if f.depth == 1 && only == nil && !f.lost {
 		fmt.Fprintf(e.Stdout, "depth two (--depth 2) would add %d pairs\n", len(crashmatrix.Pairs(outcomes, crashmatrix.DepthTwoFlows...)))
 	}
 	var failed error

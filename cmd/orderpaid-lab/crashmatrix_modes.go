@@ -31,7 +31,11 @@ func (f *matrixFlags) discover(e env, runCfg scenario.Config) ([]crashmatrix.Cel
 		return nil, nil
 	}
 	var cells []crashmatrix.Cell
-	for _, c := range crashmatrix.Cells(boundaries) {
+	candidates := crashmatrix.Cells(boundaries)
+	if f.lost {
+		candidates = crashmatrix.LostCells(boundaries)
+	}
+	for _, c := range candidates {
 		if f.providers().Applies(c) {
 			cells = append(cells, c)
 		}

@@ -68,7 +68,7 @@ func (f *leverFlags) levers(devRun bool) (app.Levers, error) {
 	if f.lease != 0 && !devRun {
 		return app.Levers{}, usageError{Err: fmt.Errorf("%s: --lease: a lab lever, refused in a production process: set %s=1", f.name, config.DevVariable)}
 	}
-	spans, closeLog, err := watchBoundaries(f.name, devRun, f.crashAt, f.boundaries)
+	spans, pool, closeLog, err := watchBoundaries(f.name, devRun, f.crashAt, f.boundaries)
 	if err != nil {
 		return app.Levers{}, err
 	}
@@ -86,7 +86,7 @@ func (f *leverFlags) levers(devRun bool) (app.Levers, error) {
 		}
 	}
 	lv := app.Levers{
-		Spans: spans, Close: closeLog, Faults: faults, LockTimeout: f.lease, GuardsOff: guards.Fixed(),
+		Spans: spans, Pool: pool, Close: closeLog, Faults: faults, LockTimeout: f.lease, GuardsOff: guards.Fixed(),
 		Ingestor: func(in *webhook.Ingestor) *webhook.Ingestor { return switches.Ingestor(in, guards) },
 		Payments: func(p *payment.Service) *payment.Service { return switches.Payments(p, guards) },
 		Consumers: func(c *consumer.Consumers, direct message.Publisher) *consumer.Consumers {

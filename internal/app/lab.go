@@ -41,6 +41,8 @@ type Levers struct {
 	Spans []sdktrace.SpanProcessor
 	// Close ends what the levers opened (a boundary record).
 	Close func()
+	// Pool adjusts the database pool's configuration (a COMMIT's answer lost).
+	Pool func(*pgxpool.Config)
 	// Faults are the fault points armed.
 	Faults *fault.Set
 	// LockTimeout is the api's lease on a key and a charge (0: the default).

@@ -168,7 +168,7 @@ func (s *serving) listen() (apiLn, fakesLn net.Listener, err error) {
 // connect opens the pool on DATABASE_URL, checks its schema and, with
 // OUTBOX_RELAY=logical, the slot, then connects to the broker.
 func (s *serving) connect(ctx context.Context) (_ *pgxpool.Pool, _ *broker.Broker, err error) {
-	pool, err := postgres.Connect(ctx, s.cfg.DatabaseURL)
+	pool, err := postgres.Connect(ctx, s.cfg.DatabaseURL, s.levers.Pool)
 	if err != nil {
 		return nil, nil, err
 	}

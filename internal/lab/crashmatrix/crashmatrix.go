@@ -124,6 +124,19 @@ func Cells(boundaries []string) []Cell {
 	return cells
 }
 
+// LostCells returns a cell for each COMMIT of boundaries whose answer is
+// lost while its process lives on (fault.Lost): the commit is durable, the
+// process sees its connection break and goes on as after any failure.
+func LostCells(boundaries []string) []Cell {
+	var cells []Cell
+	for _, b := range boundaries {
+		if fault.IsCommit(b) {
+			cells = append(cells, Cell{Boundary: b, Side: fault.Lost})
+		}
+	}
+	return cells
+}
+
 // Select keeps the boundaries of the flows named (all when empty).
 func Select(boundaries []string, flows ...string) []string {
 	var out []string
@@ -443,6 +456,9 @@ func secondEvent(ctx context.Context, s *scenario.Stage) error {
 // is told to die at the cell's second crash, and restarted once more when it
 // has; *second is then set to wait for that.
 func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Proc, args []string, p Providers, second *func() error) error {
+	if c.Side == fault.Lost {
+		return waitLost(ctx, c, dead, args)
+	}
 	if err := waitDied(ctx, dead, c); err != nil {
 		return err
 	}
@@ -487,6 +503,32 @@ func restart(ctx context.Context, s *scenario.Stage, c Cell, dead *childproc.Pro
 	}()
 	*second = func() error { return <-done }
 	return nil
+}
+
+// waitLost is restart for a cell whose COMMIT's answer is lost: nothing
+// dies, so nothing restarts; it waits until the process has lost the
+// answer (fault.AnswerLost in its record), and its recovery starts there.
+func waitLost(ctx context.Context, c Cell, p *childproc.Proc, args []string) error {
+	record := recordArgs(args)
+	if len(record) != 2 {
+		return fmt.Errorf("%s: the process keeps no record (--boundaries)", c)
+	}
+	deadline := time.Now().Add(DieWithin)
+	for {
+		lines, _ := readLines(record[1])
+		switch {
+		case slices.Contains(lines, fault.AnswerLost):
+			if p.Exited() {
+				return fmt.Errorf("the %s exited with %d after the answer of %s was lost, want it alive; see %s", c.Process(), p.ExitCode(), c.Boundary, p.LogPath())
+			}
+			return appendLine(record[1], restarted)
+		case time.Now().After(deadline):
+			return fmt.Errorf("%w: the %s did not lose the answer of %s within %s", ErrNotReached, c.Process(), c.Boundary, DieWithin)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // recordArgs keeps the --boundaries of a dead process's arguments for the
@@ -552,28 +594,33 @@ func waitDied(ctx context.Context, p *childproc.Proc, c Cell) error {
 
 // retry is the client after a crash: it pays again with the same key until
 // it has an answer (a 409 while the key or the outcome is being settled
-// means wait), then once more with a new key, as a client that lost track.
+// means wait), then with a new key, as a client that lost track, until that
+// has any answer (at depth two the api may die again under it).
 func retry(ctx context.Context, s *scenario.Stage, uid uuid.UUID, key string) error {
+	if err := payUntil(ctx, s, uid, "the same key", key, func(status int, title string) bool {
+		return status == http.StatusOK || status == http.StatusCreated || strings.Contains(strings.ToLower(title), "already paid")
+	}); err != nil {
+		return err
+	}
+	return payUntil(ctx, s, uid, "a new key", key+"-new", func(int, string) bool { return true })
+}
+
+// payUntil pays with key until answered as done says, for 30 seconds.
+func payUntil(ctx context.Context, s *scenario.Stage, uid uuid.UUID, which, key string, done func(status int, title string) bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		status, title, err := s.PayTitle(ctx, uid, key, 10*time.Second)
-		s.Logf("retry with the same key: %d %s (err %v)", status, title, err)
-		if err == nil && (status == http.StatusOK || status == http.StatusCreated || strings.Contains(strings.ToLower(title), "already paid")) {
-			break
+		s.Logf("retry with %s: %d %s (err %v)", which, status, title, err)
+		if err == nil && done(status, title) {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the payment's retries got no answer within 30s: last %d %s (%v)", status, title, err)
+			return fmt.Errorf("the payment's retries with %s got no answer within 30s: last %d %s (%v)", which, status, title, err)
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	status, title, err := s.PayTitle(ctx, uid, key+"-new", 10*time.Second)
-	s.Logf("retry with a new key: %d %s (err %v)", status, title, err)
-	if err != nil {
-		return fmt.Errorf("the retry with a new key got no answer: %w", err)
-	}
-	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

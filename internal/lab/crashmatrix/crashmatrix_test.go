@@ -149,6 +149,31 @@ func TestCrashMatrixFindsTheBlindCharge(t *testing.T) {
 	}
 }
 
+// TestCrashMatrixLosesACommitsAnswer: order_paid's first COMMIT is made
+// durable while the worker's connection breaks under its answer; the worker
+// lives on, takes it for a failure and runs the message again. The state
+// check answers already_applied and the cell holds; with the state check
+// off, the order is paid again.
+func TestCrashMatrixLosesACommitsAnswer(t *testing.T) {
+	t.Parallel()
+	cell := crashmatrix.Cell{Boundary: "worker/order_paid/COMMIT#1", Side: fault.Lost}
+	if !slices.Contains(boundaries(t), cell.Boundary) {
+		t.Fatalf("the clean run met no %s", cell.Boundary)
+	}
+	if got := crashmatrix.LostCells(boundaries(t)); !slices.Contains(got, cell) || slices.ContainsFunc(got, func(c crashmatrix.Cell) bool { return !fault.IsCommit(c.Boundary) }) {
+		t.Errorf("LostCells = %v: want one cell per COMMIT, %s among them", got, cell)
+	}
+	cfg := config(t)
+	on := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{cell}, "", crashmatrix.Providers{})[0]
+	if !on.Held || !slices.Contains(on.Answers, "state_check") {
+		t.Errorf("with every guard on: %q, damage %v (logs: %s)", crashmatrix.Verdict(on), on.Damage, on.LogDir)
+	}
+	off := crashmatrix.Run(context.Background(), cfg, []crashmatrix.Cell{cell}, "state-check", crashmatrix.Providers{})[0]
+	if off.Counts.Paid < 2 || !crashmatrix.Damaged(off) {
+		t.Errorf("without state-check: paid %d, damage %v; want the lost commit's order paid again (logs: %s)", off.Counts.Paid, off.Damage, off.LogDir)
+	}
+}
+
 // TestCrashMatrixWithoutTheWebhookIsHeldByReconcile: where the gateway
 // never sends the payment's webhook, a worker dying after order_paid's
 // first commit is still held once the operator's reconcile has run: it

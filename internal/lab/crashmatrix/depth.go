@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/orderpaid/orderpaid/internal/platform/fault"
 )
 
 // Depth two: a second crash during the recovery of the first. A cell's
@@ -58,7 +60,7 @@ func Recovery(path, process, flow string) []string {
 func Pairs(outcomes []Outcome, flows ...string) []Cell {
 	var out []Cell
 	for _, o := range outcomes {
-		if o.Cell.Then != "" || !slices.Contains(flows, o.Cell.Flow()) {
+		if o.Cell.Then != "" || o.Cell.Side == fault.Lost || !slices.Contains(flows, o.Cell.Flow()) {
 			continue
 		}
 		for _, second := range Cells(o.Recovery) {

@@ -19,9 +19,17 @@ import (
 // WriteMarkdown prints the guards-on table as Markdown, a row per boundary,
 // each linked to the line of code it sits on (Locate; root is the
 // repository, links are relative to docs/).
+// The cells of a COMMIT's lost answer (LostCells) have a table of their own:
+// a row per COMMIT, its one side.
 func WriteMarkdown(w io.Writer, outcomes []Outcome, root string) error {
-	fmt.Fprintln(w, "| flow | boundary | dies before | dies after | code |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	lost := slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Cell.Side == fault.Lost })
+	if lost {
+		fmt.Fprintln(w, "| flow | COMMIT | its answer lost, the process alive | code |")
+		fmt.Fprintln(w, "|---|---|---|---|")
+	} else {
+		fmt.Fprintln(w, "| flow | boundary | dies before | dies after | code |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+	}
 	seen := map[string]bool{}
 	for _, o := range outcomes {
 		b := o.Cell.Boundary
@@ -39,7 +47,11 @@ func WriteMarkdown(w io.Writer, outcomes []Outcome, root string) error {
 		if path, line := Locate(root, b); path != "" {
 			code = fmt.Sprintf("[%s:%d](../%s#L%d)", filepath.Base(path), line, path, line)
 		}
-		if _, err := fmt.Fprintf(w, "| %s | `%s` | %s | %s | %s |\n", o.Cell.Flow(), b, sides[fault.Before], sides[fault.After], code); err != nil {
+		cols := sides[fault.Before] + " | " + sides[fault.After]
+		if lost {
+			cols = sides[fault.Lost]
+		}
+		if _, err := fmt.Fprintf(w, "| %s | `%s` | %s | %s |\n", o.Cell.Flow(), b, cols, code); err != nil {
 			return err
 		}
 	}

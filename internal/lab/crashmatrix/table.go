@@ -189,9 +189,9 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER")
+	fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER\tCOMMIT'S ANSWER LOST")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.flow, r.boundary, r.sides[fault.Before], orDash(r.sides[fault.After]))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.flow, r.boundary, orDash(r.sides[fault.Before]), orDash(r.sides[fault.After]), orDash(r.sides[fault.Lost]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

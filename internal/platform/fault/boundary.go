@@ -38,6 +38,7 @@ type Boundaries struct {
 	crash     func()
 	crashAt   string // the boundary to crash at; "" none
 	crashWhen When
+	lost      bool // the Lost side has fired
 
 	mu    sync.Mutex
 	spans map[trace.SpanID]span // each open span of this process
@@ -60,7 +61,15 @@ const (
 	// COMMIT that is a commit the server made and the process never
 	// learned of; for a provider call, a call the provider acted on.
 	After When = "after"
+	// Lost, for a COMMIT only: the server commits, and its answer is lost
+	// on the way (the connection breaks under it); the process lives on,
+	// sees an error for a durable commit, and goes on as it would after one
+	// (LoseAnswer picks the statement, the lab's connections cut it).
+	Lost When = "lost"
 )
+
+// AnswerLost, in a boundary record, says the armed COMMIT's answer was cut.
+const AnswerLost = "@@ answer lost"
 
 // work is one unit of work in this process: a delivery or a request.
 type work struct {
@@ -83,14 +92,40 @@ func (b *Boundaries) CrashAt(spec string, crash func()) error {
 	if i := strings.LastIndex(spec, ":"); i > 0 {
 		name, when = spec[:i], When(spec[i+1:])
 	}
-	if when != Before && when != After {
-		return fmt.Errorf("crash at %q: the side must be before or after", spec)
+	if when != Before && when != After && when != Lost {
+		return fmt.Errorf("crash at %q: the side must be before, after or (a COMMIT's) lost", spec)
 	}
 	if strings.Count(name, "/") < 2 || !strings.Contains(name, "#") {
 		return fmt.Errorf("crash at %q: want process/flow/span#n, as `orderpaid-lab crashmatrix --list` prints them", spec)
 	}
+	if when == Lost && !IsCommit(name) {
+		return fmt.Errorf("crash at %q: only a COMMIT's answer can be lost", spec)
+	}
 	b.crashAt, b.crashWhen, b.crash = name, when, crash
 	return nil
+}
+
+// IsCommit says whether boundary is a COMMIT (".../COMMIT#n"), the one
+// statement whose answer can be lost (Lost).
+func IsCommit(boundary string) bool {
+	i := strings.LastIndex(boundary, "/")
+	return strings.HasPrefix(boundary[i+1:], "COMMIT#")
+}
+
+// LoseAnswer says whether the statement of span id is the COMMIT armed to
+// lose its answer, once (the lab's connection then cuts it), and records
+// AnswerLost.
+func (b *Boundaries) LoseAnswer(id trace.SpanID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.crashWhen != Lost || b.lost || b.crashAt == "" || b.spans[id].boundary != b.crashAt {
+		return false
+	}
+	b.lost = true
+	if b.record != nil {
+		fmt.Fprintln(b.record, AnswerLost)
+	}
+	return true
 }
 
 // OnStart names the span's boundary and crashes before it if armed.

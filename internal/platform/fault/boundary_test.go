@@ -83,7 +83,7 @@ func TestCrashAtFiresOnItsSideOnly(t *testing.T) {
 
 func TestCrashAtRefusesAMalformedBoundary(t *testing.T) {
 	b := fault.NewBoundaries("api", nil)
-	for _, spec := range []string{"COMMIT", "api/COMMIT#1", "api/pay/COMMIT#1:during", "api/pay/COMMIT"} {
+	for _, spec := range []string{"COMMIT", "api/COMMIT#1", "api/pay/COMMIT#1:during", "api/pay/COMMIT", "api/pay/OrderGet#1:lost"} {
 		if err := b.CrashAt(spec, func() {}); err == nil {
 			t.Errorf("CrashAt(%q) accepted", spec)
 		}
@@ -108,5 +108,33 @@ func TestRequestWorkNamedAfterItsPath(t *testing.T) {
 	want := "api/orders_payments/OrderGet#1\napi/orders_payments/end#1\napi/get_orders_audit/OrderGet#1\napi/get_orders_audit/end#1\n"
 	if rec.String() != want {
 		t.Errorf("boundaries met:\n%s\nwant:\n%s", rec.String(), want)
+	}
+}
+
+// A COMMIT armed to lose its answer is picked once, by its span, and never
+// crashes the process: the work goes on past it.
+func TestLoseAnswerPicksTheArmedCommitOnce(t *testing.T) {
+	var rec bytes.Buffer
+	b := fault.NewBoundaries("worker", &rec)
+	crashed := false
+	if err := b.CrashAt("worker/order_paid/COMMIT#1:lost", func() { crashed = true }); err != nil {
+		t.Fatal(err)
+	}
+	var picked []string
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	ctx, root := tp.Tracer("test").Start(context.Background(), "process order_paid", trace.WithSpanKind(trace.SpanKindConsumer))
+	for _, name := range []string{"BEGIN", "COMMIT", "BEGIN", "COMMIT"} {
+		_, q := tp.Tracer("test").Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+		if b.LoseAnswer(q.SpanContext().SpanID()) {
+			picked = append(picked, name)
+		}
+		q.End()
+	}
+	root.End()
+	if crashed || len(picked) != 1 || picked[0] != "COMMIT" {
+		t.Errorf("picked %v, crashed %v; want the first COMMIT once, no crash", picked, crashed)
+	}
+	if !strings.Contains(rec.String(), fault.AnswerLost) || !strings.HasSuffix(rec.String(), "worker/order_paid/end#1\n") {
+		t.Errorf("record:\n%s\nwant the answer lost, and the work on to its end", rec.String())
 	}
 }

@@ -18,7 +18,8 @@ const DefaultMaxConns = 20
 
 // Connect opens a pool on databaseURL and checks that the server answers, so a
 // wrong DATABASE_URL fails at start-up with a message that says what to do.
-func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+// adjust, if any, changes the pool's configuration first (the lab's faults).
+func Connect(ctx context.Context, databaseURL string, adjust ...func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -27,6 +28,11 @@ func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.Tracer = queryTracer{} // query spans, inside traces only (querytrace.go)
+	for _, f := range adjust {
+		if f != nil {
+			f(cfg)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
