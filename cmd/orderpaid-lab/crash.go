@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -44,7 +45,9 @@ func watchBoundaries(name string, devRun bool, crashAt, logPath string) (_ []sdk
 			closeLog()
 			return nil, nil, func() {}, usageError{Err: fmt.Errorf("%s: --crash-at: %w", name, err)}
 		}
-		pool = func(cfg *pgxpool.Config) { netfault.LoseAnswers(cfg, b.LoseAnswer) }
+		if strings.HasSuffix(crashAt, ":"+string(fault.Lost)) {
+			pool = func(cfg *pgxpool.Config) { netfault.LoseAnswers(cfg, b.LoseAnswer) }
+		}
 	}
 	return []sdktrace.SpanProcessor{b}, pool, closeLog, nil
 }

@@ -189,9 +189,18 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER\tCOMMIT'S ANSWER LOST")
+	lost := slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Cell.Side == fault.Lost })
+	if lost { // the cells of a COMMIT's lost answer (LostCells): their one side
+		fmt.Fprintln(tw, "FLOW\tCOMMIT\tITS ANSWER LOST, THE PROCESS ALIVE")
+	} else {
+		fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER")
+	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.flow, r.boundary, orDash(r.sides[fault.Before]), orDash(r.sides[fault.After]), orDash(r.sides[fault.Lost]))
+		if lost {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.flow, r.boundary, r.sides[fault.Lost])
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.flow, r.boundary, r.sides[fault.Before], orDash(r.sides[fault.After]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
