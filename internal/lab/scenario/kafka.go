@@ -34,7 +34,19 @@ func offsetCommitLost() *Scenario {
 			if err := ordersWaiting(ctx, s, offsetLostOrders); err != nil {
 				return err
 			}
-			w, err := s.StartWorker(ctx, nil, "--faults", faultBeforeOffsetCommit+"=crash:1")
+			faults := faultBeforeOffsetCommit + "=crash:1"
+			if s.cfg.Env["CONSUMER_POSITION"] == config.PositionWithEffects {
+				// The first batch waits after its state check (pause:1, for
+				// fault.PauseFor): the relay, in the same process, has by
+				// then published and acked every order's message, so the
+				// next worker's relay sends nothing again. A message sent
+				// again is a new record, read for the first time: not the
+				// repeat this scenario shows, and with the position in the
+				// effects' transaction it made the count of executions
+				// depend on the relay's timing (7 of 4 in one CI run).
+				faults += "," + faultAfterMarkPaid + "=pause:1"
+			}
+			w, err := s.StartWorker(ctx, nil, "--faults", faults)
 			if err != nil {
 				return err
 			}
