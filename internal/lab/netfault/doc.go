@@ -22,6 +22,10 @@
 //     connection instead of forwarding the server's "COMMIT" answer. The
 //     client's Commit returns an error for a transaction that is durable.
 //
+// The same lost answer without a proxy, aimed at one statement of a process
+// by its span (LoseAnswers, answer.go), is the crash matrix's "lost" kind:
+// the lab's pool dials connections that cut it.
+//
 // The internal/lab/scenario catalogue uses it for the scenario commit-ack-lost;
 // the network fault tests of cmd/orderpaid-lab use it against a real worker.
 package netfault
