@@ -80,6 +80,15 @@ func (in *injector) run(ctx context.Context, expected time.Duration) {
 	restart := time.NewTicker(in.cfg.RestartEvery)
 	defer restart.Stop()
 	for ctx.Err() == nil {
+		// A restart that is due goes first: a kill can wait long for stable
+		// groups (Kafka), and a random pick between two ready tickers could
+		// leave a short load without any graceful restart.
+		select {
+		case <-restart.C:
+			in.restartWorker(ctx)
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 		case <-kill.C:
