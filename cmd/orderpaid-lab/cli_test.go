@@ -39,6 +39,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"orderpaid", "backfill", "--from", "2026-11-01T00:00:00Z", "--batch", "0"}, "--batch"},
 		{[]string{"orderpaid", "migrate", "extra"}, `unexpected argument "extra"`},
 		{[]string{"orderpaid", "crashmatrix", "--relay", "wal"}, `--relay "wal": want poll or logical`},
+		{[]string{"orderpaid", "crashmatrix", "--flow", "refund,refunds"}, `--flow "refunds": want all or one or more of payment,`},
 		{[]string{"orderpaid", "crashmatrix", "--webhook-never", "--late-webhook"}, "no webhook to be late"},
 		{[]string{"orderpaid", "crashmatrix", "--only", "worker/order_paid/OrderMarkPaid#1:lost"}, "a COMMIT's also BOUNDARY:lost"},
 		{[]string{"orderpaid", "crashmatrix", "--lost-answers", "--depth", "2"}, "no restart to crash again in"},

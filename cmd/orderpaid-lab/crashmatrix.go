@@ -25,7 +25,7 @@ type matrixFlags struct {
 
 func matrixFlagsOn(fs *flag.FlagSet) *matrixFlags {
 	f := &matrixFlags{}
-	fs.StringVar(&f.flow, "flow", "all", "the flow to crash: all, or one of "+strings.Join(crashmatrix.FlowNames, ", "))
+	fs.StringVar(&f.flow, "flow", "all", "the flows to crash: all, or one or more (comma-separated) of "+strings.Join(crashmatrix.FlowNames, ", "))
 	fs.StringVar(&f.brokerName, "broker", "", "broker of the cells' processes: postgres, amqp, nats or kafka (default $BROKER, else postgres)")
 	fs.IntVar(&f.batch, "batch", 1, "CONSUMER_BATCH_SIZE of the cells' workers (1: per message)")
 	fs.StringVar(&f.relay, "relay", config.RelayPoll, "OUTBOX_RELAY of the cells' processes: poll, or logical (the relay from the WAL; needs wal_level = logical)")
@@ -55,8 +55,10 @@ func (f *matrixFlags) check() error {
 	refuse := func(format string, args ...any) error {
 		return usageError{Err: fmt.Errorf("crashmatrix: "+format, args...)}
 	}
-	if f.flow != "all" && !slices.Contains(crashmatrix.FlowNames, f.flow) {
-		return refuse("--flow %q: want all or one of %s", f.flow, strings.Join(crashmatrix.FlowNames, ", "))
+	for _, flow := range f.flows() {
+		if !slices.Contains(crashmatrix.FlowNames, flow) {
+			return refuse("--flow %q: want all or one or more of %s, comma-separated", flow, strings.Join(crashmatrix.FlowNames, ", "))
+		}
 	}
 	if f.every && f.without != "" {
 		return refuse("--every-guard already switches each guard off; drop --without")
@@ -85,6 +87,14 @@ func (f *matrixFlags) check() error {
 		return refuse("--batch must be at least 1 and --parallel 1 to 16")
 	}
 	return nil
+}
+
+// flows are the flows --flow names; nil for all.
+func (f *matrixFlags) flows() []string {
+	if f.flow == "all" {
+		return nil
+	}
+	return strings.Split(f.flow, ",")
 }
 
 // onlyCells are the cells --only names (with --then's second crash), or nil.

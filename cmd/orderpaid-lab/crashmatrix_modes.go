@@ -19,10 +19,7 @@ func (f *matrixFlags) discover(e env, runCfg scenario.Config) ([]crashmatrix.Cel
 	if err != nil {
 		return nil, err
 	}
-	var flows []string
-	if f.flow != "all" {
-		flows = []string{f.flow}
-	}
+	flows := f.flows()
 	boundaries := crashmatrix.Select(all, flows...)
 	if f.list {
 		for _, b := range boundaries {
