@@ -22,7 +22,7 @@ import (
 // The cells of a COMMIT's lost answer (LostCells) have a table of their own:
 // a row per COMMIT, its one side.
 func WriteMarkdown(w io.Writer, outcomes []Outcome, root string) error {
-	lost := slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Cell.Side == fault.Lost })
+	lost := lostAnswers(outcomes)
 	if lost {
 		fmt.Fprintln(w, "| flow | COMMIT | its answer lost, the process alive | code |")
 		fmt.Fprintln(w, "|---|---|---|---|")

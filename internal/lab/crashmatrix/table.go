@@ -189,8 +189,8 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	lost := slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Cell.Side == fault.Lost })
-	if lost { // the cells of a COMMIT's lost answer (LostCells): their one side
+	lost := lostAnswers(outcomes)
+	if lost {
 		fmt.Fprintln(tw, "FLOW\tCOMMIT\tITS ANSWER LOST, THE PROCESS ALIVE")
 	} else {
 		fmt.Fprintln(tw, "FLOW\tBOUNDARY\tDIES BEFORE\tDIES AFTER")
@@ -209,6 +209,12 @@ func WriteTable(w io.Writer, outcomes []Outcome, flags string) error {
 		fmt.Fprintln(w, "replay:", c)
 	}
 	return nil
+}
+
+// lostAnswers reports whether outcomes are the cells of a COMMIT's lost
+// answer (LostCells), whose tables have their one side as a column.
+func lostAnswers(outcomes []Outcome) bool {
+	return slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Cell.Side == fault.Lost })
 }
 
 // WritePairs prints the depth-two cells, one line each: the first crash,
