@@ -78,8 +78,17 @@ func TestCrashMatrixHoldsOnPaymentAndOrderPaid(t *testing.T) {
 			continue
 		}
 		own := ownGuards[o.Cell.Flow()]
-		if want, got := page[o.Cell.String()], crashmatrix.Verdict(o); answering(got, own) != answering(want, own) {
-			t.Errorf("%s: %q, and docs/crash-matrix.md says %q: the flow's own guards answer this crash differently now; make the page again from a run", o.Cell, got, want)
+		want := page[o.Cell.String()]
+		if got := crashmatrix.Verdict(o); answering(got, own) != answering(want, own) {
+			// Once in a while a loaded machine gives a cell another, held,
+			// outcome (a run met order_paid's three guards where the page
+			// says "held"): the cell runs once more, and a change in the
+			// code differs twice.
+			t.Logf("%s: %q, and docs/crash-matrix.md says %q; running it once more", o.Cell, got, want)
+			again := crashmatrix.Run(context.Background(), config(t), []crashmatrix.Cell{o.Cell}, "", worlds)[0]
+			if got := crashmatrix.Verdict(again); !again.Held || answering(got, own) != answering(want, own) {
+				t.Errorf("%s: %q, and docs/crash-matrix.md says %q: the flow's own guards answer this crash differently now; make the page again from a run", o.Cell, got, want)
+			}
 		}
 	}
 }
