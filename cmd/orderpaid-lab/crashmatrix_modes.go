@@ -19,8 +19,7 @@ func (f *matrixFlags) discover(e env, runCfg scenario.Config) ([]crashmatrix.Cel
 	if err != nil {
 		return nil, err
 	}
-	flows := f.flows()
-	boundaries := crashmatrix.Select(all, flows...)
+	boundaries := crashmatrix.Select(all, f.flows()...)
 	if f.list {
 		for _, b := range boundaries {
 			fmt.Fprintln(e.Stdout, b)
